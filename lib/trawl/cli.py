@@ -1,0 +1,173 @@
+"""``trawl``: every job of the crawl from one command line.
+
+Each command takes ``--crawl DIR`` (the crawl root), ``--config FILE`` and
+repeated ``--set section.key=value`` overrides (the value is read as TOML, or
+as a plain string when it is not TOML). Jobs take the cycle's logical time as
+``--at`` (ISO 8601; the CLI defaults it to now, the only place trawl reads
+the wall clock for it) and a ``--segment`` id (default: derived from --at).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from trawl import __version__
+from trawl.config import Config, ConfigError, load_config
+
+DEFAULT_CRAWL = "crawl"
+
+
+def _at(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--at wants ISO 8601 time, got {text!r}") from exc
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--crawl", default=DEFAULT_CRAWL, help="crawl root directory (default: crawl)")
+    p.add_argument("--config", help="TOML config file (keys as in conf/trawl.toml)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one config key (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON, one object per line")
+
+
+def _timed(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--at", type=_at, help="logical time of this cycle (default: now)")
+    p.add_argument("--segment", help="segment id (default: from --at)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trawl", description="A polite batch web crawler on Spark and Delta Lake.")
+    parser.add_argument("--version", action="version", version=f"trawl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("inject", help="add seed URLs to the crawldb")
+    p.add_argument("seeds", nargs="+", help="seed files: URL [score] [reason] per line")
+    _common(p), _timed(p)
+    p = sub.add_parser("generate", help="select the next segment's fetch list")
+    _common(p), _timed(p)
+    p = sub.add_parser("fetch", help="fetch a generated segment")
+    _common(p), _timed(p)
+    p.add_argument("--time-limit", type=float, help="seconds (default fetch.time_limit_s)")
+    p = sub.add_parser("updatedb", help="merge a fetched segment into crawldb and hostdb")
+    _common(p), _timed(p)
+    p = sub.add_parser("cycle", help="generate -> fetch -> updatedb, N times, one session")
+    _common(p), _timed(p)
+    p.add_argument("--cycles", type=int, default=1)
+    p.add_argument("--seeds", nargs="*", default=[], help="inject these seed files first")
+    p.add_argument("--step", type=float, default=3600.0,
+                   help="logical seconds between cycles (default 3600)")
+    p.add_argument("--time-limit", type=float, help="fetch time limit per cycle, seconds")
+    p = sub.add_parser("stats", help="crawldb statistics (readdb -stats and more)")
+    _common(p)
+    p = sub.add_parser("sql", help="run SQL over the crawl tables")
+    _common(p)
+    p.add_argument("query", help="e.g. \"SELECT status, count(*) FROM crawldb GROUP BY 1\"")
+    p = sub.add_parser("testweb", help="serve the synthetic test web on loopback")
+    _common(p)
+    p.add_argument("--out", default="testweb", help="folder for hosts file, seeds, access log")
+    p = sub.add_parser("demo", help="start the test web, crawl it, show what happened")
+    _common(p)
+    p.add_argument("--cycles", type=int, default=3)
+    p.add_argument("--out", default="demo", help="folder for the demo's crawl and test web")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.set)
+    except ConfigError as exc:
+        print(f"trawl: config error: {exc}", file=sys.stderr)
+        return 2
+    if submitted:  # under spark-submit the master comes from spark-submit
+        from dataclasses import replace
+
+        cfg = replace(cfg, spark=replace(cfg.spark, master=""))
+    try:
+        return int(_dispatch(args, cfg) or 0)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"trawl: {exc}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
+    if args.command == "testweb":
+        from trawl.demo import serve_testweb
+
+        return serve_testweb(cfg, Path(args.out))
+    if args.command == "demo":
+        from trawl.demo import run_demo
+
+        return run_demo(cfg, Path(args.out), args.cycles, args.set)
+    from trawl.report import emit
+    from trawl.session import build_spark
+
+    spark = build_spark(cfg)
+    root = str(Path(args.crawl).absolute()) if "://" not in args.crawl else args.crawl
+    if args.command in ("stats", "sql"):
+        return _query(spark, root, args)
+    from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
+    from trawl.stages.common import StageContext
+
+    at = args.at or datetime.now(UTC)
+    if args.command == "cycle":
+        from trawl.runner import say
+
+        if args.seeds:
+            ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
+            emit([run_inject(ctx, args.seeds)], args.json, "inject")
+        rows: list[dict[str, Any]] = []
+        for i in range(args.cycles):
+            at_i = at + timedelta(seconds=args.step * i)
+            ctx = StageContext(spark, cfg, root, segment_id(at_i), at_i)
+            say(f"cycle {i + 1}/{args.cycles}: segment {ctx.segment}")
+            gen = run_generate(ctx)
+            say(f"  generated {gen['urls']} URLs on {gen['hosts']} hosts")
+            if not gen["urls"]:
+                break
+            got = run_fetch(ctx, args.time_limit)
+            say(f"  fetched: {got.get('fetch/page/success', 0)} pages")
+            upd = run_updatedb(ctx)
+            say(f"  updatedb: {upd['new_urls']} new URLs")
+            rows.append({"segment": ctx.segment, "generated": gen["urls"],
+                         "fetched": got.get("fetch/page/success", 0),
+                         "new_urls": upd["new_urls"]})
+        emit(rows, args.json, "cycles")
+        return 0
+    ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
+    if args.command == "inject":
+        result = run_inject(ctx, args.seeds)
+    elif args.command == "generate":
+        result = run_generate(ctx)
+    elif args.command == "fetch":
+        result = run_fetch(ctx, args.time_limit)
+    else:
+        result = run_updatedb(ctx)
+    emit([result], args.json, args.command)
+    return 0
+
+
+def _query(spark: Any, root: str, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.stats import crawl_stats, register_views
+
+    if args.command == "stats":
+        for title, rows in crawl_stats(spark, root).items():
+            emit(rows, args.json, title)
+        return 0
+    register_views(spark, root)
+    rows = [r.asDict(recursive=True) for r in spark.sql(args.query).collect()]
+    emit(rows, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

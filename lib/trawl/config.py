@@ -1,0 +1,266 @@
+"""One typed configuration for every stage, loaded once.
+
+The defaults live here, in frozen dataclasses, and ``conf/trawl.toml``
+documents every key with the same default (a test keeps the two equal).
+Sources are applied in a written order, lowest first (Scrapy's
+``SETTINGS_PRIORITIES`` idea):
+
+1. the defaults below;
+2. the config file given with ``--config`` (TOML, same sections and keys);
+3. environment variables ``TRAWL__<SECTION>__<KEY>`` (value read as TOML);
+4. ``--set section.key=value`` overrides, in the order given.
+
+Nothing else in trawl reads the environment or a config file: components are
+built from the ``Config`` object (``HttpClient.from_config(cfg)`` and so on).
+Unknown sections or keys are errors, so a typo cannot silently do nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from trawl.urlfilter import DEFAULT_SKIP_EXTENSIONS
+from trawl.urlnorm import DEFAULT_STRIP_PARAMS
+
+
+class ConfigError(ValueError):
+    """A config file, environment variable or --set override is wrong."""
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    host_buckets: int = 8
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    master: str = "local[*]"
+    app_name: str = "trawl"
+    shuffle_partitions: int = 8
+    jars_dir: str = ""
+    log_level: str = "ERROR"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    agent_name: str = "trawl"
+    user_agent: str = ""
+    contact_url: str = ""
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 10.0
+    total_timeout_s: float = 30.0
+    max_content_bytes: int = 2_097_152
+    max_decompressed_bytes: int = 10_485_760
+
+
+@dataclass(frozen=True)
+class DnsConfig:
+    hosts_file: str = ""
+    cache_ttl_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    allow_networks: tuple[str, ...] = ()
+    tasks: int = 2
+    threads_per_task: int = 16
+    time_limit_s: float = 900.0
+    max_outlinks_per_page: int = 500
+
+
+@dataclass(frozen=True)
+class PolitenessConfig:
+    min_delay_s: float = 1.0
+    delay_factor: float = 10.0
+    max_delay_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class RobotsConfig:
+    max_crawl_delay_s: float = 30.0
+    cache_ttl_s: float = 86_400.0
+    max_bytes: int = 512_000
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    top_n: int = 50_000
+    max_per_host: int = 200
+    fetch_window_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    allowed_schemes: tuple[str, ...] = ("http", "https")
+    max_url_length: int = 2048
+    max_path_depth: int = 16
+    max_repeated_segments: int = 3
+    skip_extensions: tuple[str, ...] = DEFAULT_SKIP_EXTENSIONS
+
+
+@dataclass(frozen=True)
+class NormalizeConfig:
+    strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    fetch_interval_s: float = 2_592_000.0
+    retry_interval_s: float = 86_400.0
+    gone_interval_s: float = 7_776_000.0
+    max_retries: int = 3
+
+
+@dataclass(frozen=True)
+class TestwebConfig:
+    seed: int = 1
+    hosts: int = 300
+    ips: int = 60
+    port: int = 0
+
+
+@dataclass(frozen=True)
+class Config:
+    crawl: CrawlConfig = field(default_factory=CrawlConfig)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    http: HttpConfig = field(default_factory=HttpConfig)
+    dns: DnsConfig = field(default_factory=DnsConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    robots: RobotsConfig = field(default_factory=RobotsConfig)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    testweb: TestwebConfig = field(default_factory=TestwebConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain nested dict (for shipping to executors and for ``--json``)."""
+        return {f.name: _section_dict(getattr(self, f.name)) for f in fields(self)}
+
+
+def _section_dict(section: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(section):
+        value = getattr(section, f.name)
+        out[f.name] = dict(value) if isinstance(value, Mapping) else value
+    return out
+
+
+ENV_PREFIX = "TRAWL__"
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the Config from defaults, file, environment and ``--set`` overrides."""
+    raw: dict[str, dict[str, Any]] = {}
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                _merge(raw, tomllib.load(fh), f"config file {path}")
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    env = os.environ if environ is None else environ
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX):
+            dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+            _merge(raw, _dotted(dotted, _toml_value(env[name])), f"environment {name}")
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set wants section.key=value, got {item!r}")
+        _merge(raw, _dotted(key.strip(), _toml_value(text)), f"--set {item}")
+    return from_dict(raw)
+
+
+def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
+    """Typed Config from a nested dict (also how executors rebuild it)."""
+    sections: dict[str, Any] = {}
+    known = {f.name: f for f in fields(Config)}
+    for name, values in raw.items():
+        if name not in known:
+            raise ConfigError(f"unknown config section [{name}] (known: {', '.join(known)})")
+        cls = known[name].default_factory  # type: ignore[misc]
+        sections[name] = _build_section(name, cls, values)
+    return Config(**sections)
+
+
+def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:
+    defaults = cls()
+    kwargs: dict[str, Any] = {}
+    types = {f.name: type(getattr(defaults, f.name)) for f in fields(cls)}
+    for key, value in values.items():
+        if key not in types:
+            raise ConfigError(f"unknown config key {name}.{key} (known: {', '.join(types)})")
+        kwargs[key] = _coerce(f"{name}.{key}", types[key], value)
+    return dataclasses.replace(defaults, **kwargs)
+
+
+def _coerce(key: str, want: type, value: Any) -> Any:
+    """Check and convert one value to the type of its default."""
+    if want is bool:
+        if isinstance(value, bool):
+            return value
+    elif want is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif want is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif want is str:
+        if isinstance(value, str):
+            return value
+    elif want is tuple:
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    elif want is dict:
+        if isinstance(value, Mapping):
+            return {str(k): str(v) for k, v in value.items()}
+    raise ConfigError(f"{key} must be {want.__name__}, got {value!r}")
+
+
+def _toml_value(text: str) -> Any:
+    """Read a value as TOML (``3``, ``"x"``, ``["a"]``), else as a plain string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _dotted(key: str, value: Any) -> dict[str, Any]:
+    """``"fetch.tasks"`` -> ``{"fetch": {"tasks": value}}``.
+
+    ``spark.conf.<any spark key>`` keeps the dots of the Spark key.
+    """
+    parts = key.split(".")
+    if len(parts) < 2:
+        raise ConfigError(f"override key must be section.key, got {key!r}")
+    if parts[0] == "spark" and parts[1] == "conf" and len(parts) > 2:
+        return {"spark": {"conf": {".".join(parts[2:]): value}}}
+    if len(parts) != 2:
+        raise ConfigError(f"override key must be section.key, got {key!r}")
+    return {parts[0]: {parts[1]: value}}
+
+
+def _merge(into: dict[str, Any], new: Mapping[str, Any], source: str) -> None:
+    for section, values in new.items():
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{source}: [{section}] must be a table")
+        target = into.setdefault(section, {})
+        for key, value in values.items():
+            if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+                target[key].update(value)
+            else:
+                target[key] = dict(value) if isinstance(value, Mapping) else value

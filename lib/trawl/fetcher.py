@@ -1,0 +1,271 @@
+"""One visit to one URL: robots.txt or a page, with everything that follows.
+
+A visit fetches the bytes once and does all the per-page work in the same
+task: the raw exchange goes to WARC as it arrives, the page is parsed for
+links, canonical and robots directives, outlinks are resolved against the
+page (and its ``<base href>``) and normalised, the body gets its sha256. The
+result is one row of the segment's ``fetch`` table (``trawl.schemas``).
+
+``Fetcher`` is built from the config (``Fetcher.from_config``) and is shared
+by the worker threads of a fetch task; it holds no per-host state (that is
+the scheduler's, ``trawl.politeness``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from trawl import __version__, urlnorm
+from trawl.config import Config
+from trawl.httpclient import FetchError, HttpClient, HttpResponse, user_agent_string
+from trawl.parse import ParsedPage, parse_page
+from trawl.resolver import AddressRefused, Resolver
+from trawl.robots import RobotsRules, rules_for_fetch
+from trawl.status import FetchOutcome, outcome_for_http
+from trawl.warc import WarcWriter
+
+MAX_ROBOTS_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
+Row = dict[str, Any]
+
+
+def origin_of(url: str) -> str:
+    """``scheme://authority`` of a URL: robots.txt's scope (RFC 9309 2.3)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0]}"
+
+
+def robots_url_for(url: str) -> str:
+    return origin_of(url) + "/robots.txt"
+
+
+def retry_after_s(value: str | None, now: datetime) -> float | None:
+    """Seconds to wait from a Retry-After header: delay-seconds or an HTTP-date
+    (RFC 9110 10.2.3). Unparsable values are ignored (None)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+@dataclass
+class Visit:
+    """A finished visit: the fetch row plus what the scheduler needs."""
+
+    row: Row
+    response_s: float
+    failed: bool = False
+    retry_after_s: float | None = None
+    rules: RobotsRules | None = None  # robots visits only
+    no_request: bool = False  # decided without contacting the host
+
+
+class Fetcher:
+    def __init__(
+        self, cfg: Config, resolver: Resolver, client: HttpClient, warc: WarcWriter | None
+    ) -> None:
+        self.cfg = cfg
+        self.agent = cfg.http.agent_name
+        self.resolver = resolver
+        self.client = client
+        self.warc = warc
+        self._warc_lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, cfg: Config, warc: WarcWriter | None = None) -> Fetcher:
+        h = cfg.http
+        agent = h.user_agent or user_agent_string(h.agent_name, __version__, h.contact_url or None)
+        client = HttpClient(
+            agent,
+            connect_timeout_s=h.connect_timeout_s,
+            read_timeout_s=h.read_timeout_s,
+            total_timeout_s=h.total_timeout_s,
+            max_content_bytes=h.max_content_bytes,
+            max_decompressed_bytes=h.max_decompressed_bytes,
+        )
+        resolver = Resolver(
+            cfg.dns.hosts_file or None, cfg.fetch.allow_networks, cache_ttl_s=cfg.dns.cache_ttl_s
+        )
+        return cls(cfg, resolver, client, warc)
+
+    # -- robots.txt ------------------------------------------------------------
+
+    def visit_robots(self, item: Mapping[str, Any], ip: str) -> Visit:
+        """Fetch robots.txt for the item's origin, following up to five redirects."""
+        url = robots_url_for(str(item["url"]))
+        started = datetime.now(UTC)
+        status: int | None = None
+        body: bytes | None = None
+        error: str | None = None
+        resp: HttpResponse | None = None
+        target, target_ip, hops = url, ip, 0
+        while True:
+            try:
+                resp = self.client.get(target, target_ip)
+            except FetchError as exc:
+                error = f"{exc.kind}: {exc}"
+                break
+            self._archive(target, resp, started)
+            status = resp.status
+            location = resp.header("location")
+            if status in (301, 302, 303, 307, 308) and location and hops < MAX_ROBOTS_REDIRECTS:
+                try:
+                    target = urlnorm.normalize(urlnorm.resolve(target, location))
+                    target_ip = self.resolver.resolve(urlnorm.host_of(target))
+                except (urlnorm.UrlError, AddressRefused) as exc:
+                    error = f"redirect: {exc}"
+                    status = None
+                    break
+                hops += 1
+                continue
+            body = resp.body
+            break
+        if status is not None and 300 <= status < 400:
+            hops += 1  # RFC 9309 2.3.1.2: more redirects than followed = unavailable
+        rules = rules_for_fetch(status, body, self.agent, redirects_followed=hops)
+        row = self.base_row(item, "robots", url, ip, started)
+        row.update(
+            http_status=status,
+            outcome=FetchOutcome.SUCCESS.value if status == 200 else None,
+            robots_decision=rules.reason,
+            robots_body=(body or b"")[: self.cfg.robots.max_bytes].decode("utf-8", "replace")
+            if status == 200
+            else None,
+            crawl_delay_s=rules.crawl_delay(),
+            error=error,
+            elapsed_s=resp.elapsed_s if resp else None,
+        )
+        failed = status is None or status == 429 or status >= 500
+        return Visit(row, resp.elapsed_s if resp else 0.0, failed=failed, rules=rules)
+
+    # -- pages -----------------------------------------------------------------
+
+    def visit_page(self, item: Mapping[str, Any], ip: str) -> Visit:
+        url = str(item["url"])
+        started = datetime.now(UTC)
+        row = self.base_row(item, "page", url, ip, started)
+        try:
+            resp = self.client.get(url, ip, self._conditional_headers(item))
+        except FetchError as exc:
+            row.update(outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}")
+            return Visit(row, self.cfg.http.read_timeout_s, failed=True)
+        outcome = outcome_for_http(resp.status)
+        row.update(self._response_fields(resp, outcome))
+        row.update(self._archive(url, resp, started))
+        if outcome is FetchOutcome.SUCCESS:
+            page = parse_page(
+                resp.body, resp.header("content-type"), resp.headers, self.agent,
+                max_links=self.cfg.fetch.max_outlinks_per_page,
+            )
+            row.update(self._page_fields(url, page))
+        elif outcome in (FetchOutcome.REDIR_PERM, FetchOutcome.REDIR_TEMP):
+            row["redirect_to"] = self._absolute(url, resp.header("location"))
+        retry_after = None
+        if outcome is FetchOutcome.RETRY:
+            retry_after = retry_after_s(resp.header("retry-after"), started)
+        failed = outcome is FetchOutcome.RETRY
+        return Visit(row, resp.elapsed_s, failed=failed, retry_after_s=retry_after)
+
+    def _conditional_headers(self, item: Mapping[str, Any]) -> dict[str, str]:
+        # RFC 9110 13.1.3: a recipient prefers If-None-Match; send both, the
+        # server applies the precedence.
+        headers = {}
+        if item.get("etag"):
+            headers["If-None-Match"] = str(item["etag"])
+        if item.get("last_modified"):
+            headers["If-Modified-Since"] = str(item["last_modified"])
+        return headers
+
+    def _response_fields(self, resp: HttpResponse, outcome: FetchOutcome) -> Row:
+        return {
+            "outcome": outcome.value,
+            "http_status": resp.status,
+            "content_type": resp.header("content-type"),
+            "headers": [[k, v] for k, v in resp.headers],
+            "ttfb_s": resp.ttfb_s,
+            "elapsed_s": resp.elapsed_s,
+            "bytes": len(resp.raw_body),
+            "truncated": resp.truncated,
+            "etag": resp.header("etag"),
+            "last_modified": resp.header("last-modified"),
+            "content_sha256": hashlib.sha256(resp.body).hexdigest()
+            if outcome is FetchOutcome.SUCCESS
+            else None,
+        }
+
+    def _page_fields(self, url: str, page: ParsedPage) -> Row:
+        base = self._absolute(url, page.base_href) or url
+        outlinks: dict[str, Row] = {}
+        for link in page.links:
+            target = self._absolute(base, link.href)
+            if target and target != url and target not in outlinks:
+                nofollow = link.rel_nofollow or page.meta_nofollow
+                outlinks[target] = {"url": target, "anchor": link.anchor, "nofollow": nofollow}
+        meta = [
+            name
+            for name, on in (
+                ("noindex", page.meta_noindex),
+                ("nofollow", page.meta_nofollow),
+                ("noarchive", page.meta_noarchive),
+            )
+            if on
+        ]
+        return {
+            "outlinks": list(outlinks.values()),
+            "canonical": self._absolute(base, page.canonical),
+            "robots_meta": ",".join(meta) or None,
+            "title": page.title[:500] if page.title else None,
+        }
+
+    def _absolute(self, base: str, href: str | None) -> str | None:
+        """Resolve (RFC 3986 5.2) and normalise; None for unusable references."""
+        if not href:
+            return None
+        try:
+            return urlnorm.normalize(urlnorm.resolve(base, href), self.cfg.normalize.strip_params)
+        except urlnorm.UrlError:
+            return None
+
+    def _archive(self, url: str, resp: HttpResponse, fetched_at: datetime) -> Row:
+        if self.warc is None:
+            return {}
+        with self._warc_lock:
+            ref = self.warc.write_exchange(
+                url=url,
+                ip=resp.ip,
+                fetched_at=fetched_at,
+                request_head=resp.request_head,
+                status_line=f"{resp.http_version} {resp.status} {resp.reason}",
+                response_headers=resp.headers,
+                body=resp.raw_body,
+                truncated=resp.truncated,
+            )
+        return {"warc_file": ref.file, "warc_offset": ref.offset, "warc_length": ref.length}
+
+    def base_row(
+        self, item: Mapping[str, Any], kind: str, url: str, ip: str | None, started: datetime
+    ) -> Row:
+        return {
+            "kind": kind,
+            "url": url,
+            "url_fp": item.get("url_fp") if kind == "page" else None,
+            "host": item.get("host"),
+            "host_bucket": item.get("host_bucket"),
+            "task": item.get("task"),
+            "ip": ip,
+            "depth": item.get("depth"),
+            "fetched_at": started,
+        }

@@ -1,0 +1,165 @@
+"""Schemas of every crawl table, as constants, in one place.
+
+Tables are created from these (never inferred), so a column's type is the
+same on a laptop and on a cluster, and analysts can rely on it in SQL. Status
+columns hold ``trawl.status`` names as strings.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+
+def _schema(*cols: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
+
+
+CRAWLDB_SCHEMA = _schema(
+    ("url", StringType()),
+    ("url_fp", LongType()),
+    ("host", StringType()),
+    ("host_bucket", IntegerType()),
+    ("domain", StringType()),
+    ("ip", StringType()),
+    ("status", StringType()),
+    ("source", StringType()),  # seed | outlink | redirect | sitemap
+    ("reason", StringType()),  # why it was injected (seed files may say)
+    ("depth", IntegerType()),
+    ("score", DoubleType()),
+    ("discovered_at", TimestampType()),
+    ("discovered_segment", StringType()),
+    ("last_fetch_at", TimestampType()),
+    ("next_fetch_at", TimestampType()),
+    ("fetch_interval_s", DoubleType()),
+    ("fetches", IntegerType()),
+    ("changes", IntegerType()),
+    ("http_status", IntegerType()),
+    ("etag", StringType()),
+    ("last_modified", StringType()),
+    ("content_sha256", StringType()),
+    ("simhash", LongType()),
+    ("duplicate_of", StringType()),
+    ("retries", IntegerType()),
+    ("redirect_to", StringType()),
+    ("generated_segment", StringType()),
+    ("generated_at", TimestampType()),
+    ("last_segment", StringType()),
+)
+
+HOSTDB_SCHEMA = _schema(
+    ("host", StringType()),
+    ("host_bucket", IntegerType()),
+    ("domain", StringType()),
+    ("ip", StringType()),
+    ("robots_url", StringType()),  # robots.txt is per scheme+host+port (RFC 9309 2.3)
+    ("robots_status", StringType()),  # parsed | status_4xx | unreachable | ...
+    ("robots_http_status", IntegerType()),
+    ("robots_body", StringType()),
+    ("robots_fetched_at", TimestampType()),
+    ("crawl_delay_s", DoubleType()),
+    ("delay_s", DoubleType()),  # the politeness gap in force after the last fetch
+    ("next_allowed_at", TimestampType()),
+    ("consecutive_failures", IntegerType()),
+    ("backoff_until", TimestampType()),
+    ("resp_time_avg_s", DoubleType()),
+    ("fetches", LongType()),
+    ("status_counts", MapType(StringType(), LongType())),
+    ("last_segment", StringType()),
+)
+
+FETCHLIST_SCHEMA = _schema(
+    ("url", StringType()),
+    ("url_fp", LongType()),
+    ("host", StringType()),
+    ("host_bucket", IntegerType()),
+    ("ip", StringType()),
+    ("task", IntegerType()),
+    ("score", DoubleType()),
+    ("depth", IntegerType()),
+    ("prev_status", StringType()),
+    ("etag", StringType()),
+    ("last_modified", StringType()),
+    ("content_sha256", StringType()),
+    ("delay_s", DoubleType()),
+    ("crawl_delay_s", DoubleType()),
+    ("robots_url", StringType()),
+    ("robots_status", StringType()),
+    ("robots_http_status", IntegerType()),
+    ("robots_body", StringType()),
+    ("robots_fetched_at", TimestampType()),
+)
+
+OUTLINK_TYPE = StructType(
+    [
+        StructField("url", StringType(), True),
+        StructField("anchor", StringType(), True),
+        StructField("nofollow", BooleanType(), True),
+    ]
+)
+
+FETCH_SCHEMA = _schema(
+    ("kind", StringType()),  # page | robots
+    ("url", StringType()),
+    ("url_fp", LongType()),
+    ("host", StringType()),
+    ("host_bucket", IntegerType()),
+    ("task", IntegerType()),
+    ("ip", StringType()),
+    ("depth", IntegerType()),
+    ("outcome", StringType()),  # trawl.status.FetchOutcome
+    ("http_status", IntegerType()),
+    ("fetched_at", TimestampType()),
+    ("content_type", StringType()),
+    ("headers", ArrayType(ArrayType(StringType()))),
+    ("ttfb_s", DoubleType()),
+    ("elapsed_s", DoubleType()),
+    ("bytes", LongType()),
+    ("truncated", StringType()),
+    ("warc_file", StringType()),
+    ("warc_offset", LongType()),
+    ("warc_length", LongType()),
+    ("content_sha256", StringType()),
+    ("etag", StringType()),
+    ("last_modified", StringType()),
+    ("redirect_to", StringType()),
+    ("canonical", StringType()),
+    ("robots_meta", StringType()),  # e.g. "noindex,nofollow"
+    ("title", StringType()),
+    ("outlinks", ArrayType(OUTLINK_TYPE)),
+    ("robots_decision", StringType()),  # allowed | denied | unreachable ...
+    ("robots_body", StringType()),  # kind=robots rows only
+    ("crawl_delay_s", DoubleType()),
+    ("delay_s", DoubleType()),  # the gap the scheduler chose after this fetch
+    ("error", StringType()),
+)
+
+POLICY_SCHEMA = _schema(
+    ("scope", StringType()),  # host | domain
+    ("target", StringType()),
+    ("action", StringType()),  # block | unblock | slow | pause | budget
+    ("blocked", BooleanType()),
+    ("min_delay_s", DoubleType()),
+    ("paused_until", TimestampType()),
+    ("max_pages_per_cycle", IntegerType()),
+    ("set_by", StringType()),
+    ("set_at", TimestampType()),
+    ("reason", StringType()),
+)
+
+COUNTERS_SCHEMA = _schema(
+    ("segment", StringType()),
+    ("job", StringType()),
+    ("name", StringType()),
+    ("value", LongType()),
+)

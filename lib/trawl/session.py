@@ -1,0 +1,80 @@
+"""The Spark session, built from config, with Delta Lake on and logs quiet.
+
+The Delta jars are loaded from disk (``jars/lib``, filled once by
+``scripts/setup.sh``), never through ``spark.jars.packages``, so after setup
+no job touches the network. On a cluster, ``spark.jars_dir`` points at the
+jars there, or is left empty when spark-submit already ships them
+(``--jars``/``--packages``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trawl.config import Config
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+LOG4J2_PROPERTIES = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
+
+# Settings that suit a crawl's small-to-medium tables; any of them can be
+# overridden with ``--set spark.conf.<key>=<value>``.
+BASE_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.schema.autoMerge.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def delta_jars(cfg: Config) -> list[str]:
+    """The Delta jar files to load from disk (empty when none are configured)."""
+    folder = Path(cfg.spark.jars_dir) if cfg.spark.jars_dir else PROJECT_ROOT / "jars" / "lib"
+    return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
+
+
+def spark_conf(cfg: Config) -> dict[str, str]:
+    """Every spark.* setting trawl sets, config overrides applied last."""
+    conf = dict(BASE_CONF)
+    conf["spark.sql.shuffle.partitions"] = str(cfg.spark.shuffle_partitions)
+    jars = delta_jars(cfg)
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    if LOG4J2_PROPERTIES.is_file():
+        opt = f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"
+        conf["spark.driver.extraJavaOptions"] = opt
+        conf["spark.executor.extraJavaOptions"] = opt
+    if cfg.spark.master.startswith("local"):
+        # Python workers run this interpreter (the virtualenv with trawl in it),
+        # not whatever "python3" is first on PATH.
+        conf["spark.pyspark.python"] = sys.executable
+    conf.update(cfg.spark.conf)
+    return conf
+
+
+def build_spark(cfg: Config) -> SparkSession:
+    """Get or create the session (inside spark-submit the master comes from there)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(cfg.spark.app_name)
+    if cfg.spark.master:
+        builder = builder.master(cfg.spark.master)
+    conf = spark_conf(cfg)
+    if "spark.pyspark.python" in conf:
+        # PySpark's SparkContext takes the worker interpreter from this variable.
+        os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(cfg.spark.log_level)
+    return spark

@@ -1,0 +1,63 @@
+"""Small pieces every stage uses: per-record Python over Arrow batches, and
+the stage context (session, config, crawl root, segment, logical time)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from trawl.config import Config
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+RowFn = Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class StageContext:
+    spark: SparkSession
+    cfg: Config
+    root: str
+    segment: str
+    at: datetime  # the cycle's logical time; no job reads the wall clock for it
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
+
+
+def map_records(df: DataFrame, fn: RowFn, schema: StructType) -> DataFrame:
+    """Run ``fn`` over the rows of each partition as dicts (``mapInArrow``),
+    producing rows of ``schema``. ``fn`` is a pure function from trawl."""
+    out_schema = arrow_schema(schema)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        def rows() -> Iterator[dict[str, Any]]:
+            for batch in batches:
+                yield from batch.to_pylist()
+
+        chunk: list[dict[str, Any]] = []
+        for record in fn(rows()):
+            chunk.append(record)
+            if len(chunk) >= 2048:
+                yield pa.RecordBatch.from_pylist(chunk, schema=out_schema)
+                chunk = []
+        if chunk:
+            yield pa.RecordBatch.from_pylist(chunk, schema=out_schema)
+
+    return df.mapInArrow(run, schema)
+
+
+def sql_in(values: Iterable[int]) -> str:
+    """``(1, 2, 3)`` for a partition filter; ``(NULL)`` when empty."""
+    items = sorted(set(values))
+    return "(" + ", ".join(str(int(v)) for v in items) + ")" if items else "(NULL)"

@@ -1,0 +1,56 @@
+"""fetch: run the segment's fetch tasks on the executors.
+
+The fetch list's ``task`` column decides which executor task fetches which
+host group; the RDD is partitioned by exactly that number (an identity
+partitioner), so one task owns all politeness state of its hosts and no two
+tasks ever talk to one host. Each partition runs ``trawl.fetchtask`` and
+writes its own WARC file under ``segments/<id>/warc/``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from trawl.config import Config
+from trawl.fetchtask import run_fetch_task
+from trawl.schemas import FETCH_SCHEMA
+from trawl.stages.common import StageContext
+from trawl.tables import read_segment_table, segment_path
+
+
+def local_dir(path: str) -> str | None:
+    """WARC files are written by Python on the executor: a local (or mounted)
+    path. Object-store roots are not written directly yet."""
+    if path.startswith("file:"):
+        return path[len("file:") :]
+    return None if "://" in path else path
+
+
+def fetch_partitions(
+    fetchlist: DataFrame, cfg: Config, segment: str, warc_dir: str | None, deadline: float
+) -> DataFrame:
+    tasks = max(1, cfg.fetch.tasks)
+    names = FETCH_SCHEMA.fieldNames()
+
+    def run(task: int, rows: Iterator[Any]) -> Iterator[tuple[Any, ...]]:
+        items: Iterable[dict[str, Any]] = [row.asDict() for _, row in rows]
+        remaining = max(0.0, deadline - time.time())
+        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining):
+            yield tuple(record.get(name) for name in names)
+
+    keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))
+    parts = keyed.partitionBy(tasks, lambda key: key).mapPartitionsWithIndex(run)
+    return fetchlist.sparkSession.createDataFrame(parts, FETCH_SCHEMA)
+
+
+def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
+    fetchlist = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+    limit = ctx.cfg.fetch.time_limit_s if time_limit_s is None else time_limit_s
+    # The time limit is an operational bound on this run, not logical time.
+    deadline = time.time() + limit
+    warc_dir = local_dir(segment_path(ctx.root, ctx.segment, "warc"))
+    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline)

@@ -1,0 +1,135 @@
+"""generate: the politeness-aware fetch list of one segment.
+
+Due URLs (new, or ``next_fetch_at`` passed), not locked by another
+unfinished segment, not blocked or paused by policy, ranked by score; per
+host at most what its politeness gap allows in the fetch window (and
+``generate.max_per_host``), hosts sharing an IP address share that budget;
+a global top-N; host groups spread over fetch tasks by expected duration.
+The chosen crawldb rows are marked ``generated_segment`` in one MERGE.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from trawl.packing import assign_tasks
+from trawl.schemas import FETCHLIST_SCHEMA
+from trawl.stages.common import StageContext
+from trawl.status import CrawlStatus
+from trawl.tables import delta_table, read_table
+
+LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
+
+
+def effective_policy(policy: DataFrame, ctx: StageContext) -> DataFrame:
+    """Per host: blocked / paused / min delay / page cap from the latest policy rows."""
+    latest = Window.partitionBy("target").orderBy(F.col("set_at").desc())
+    rows = policy.filter(F.col("scope") == "host").withColumn("rn", F.row_number().over(latest))
+    now = F.lit(ctx.at).cast("timestamp")
+    return rows.filter("rn = 1").select(
+        F.col("target").alias("host"),
+        (F.coalesce(F.col("blocked"), F.lit(False))
+         | (F.coalesce(F.col("paused_until"), F.lit(None)) > now)).alias("policy_blocked"),
+        F.col("min_delay_s").alias("policy_min_delay_s"),
+        F.col("max_pages_per_cycle").alias("policy_max_pages"),
+    )
+
+
+def due_urls(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    at = F.lit(ctx.at).cast("timestamp")
+    lock_expired = F.col("generated_at") < F.lit(ctx.at - LOCK_EXPIRY).cast("timestamp")
+    unlocked = (
+        F.col("generated_segment").isNull()
+        | (F.col("generated_segment") == ctx.segment)  # a re-run of this generate
+        | lock_expired
+    )
+    due = F.col("next_fetch_at").isNull() | (F.col("next_fetch_at") <= at)
+    fetchable = F.col("status") != CrawlStatus.DUPLICATE.value
+    return crawldb.filter(unlocked & due & fetchable)
+
+
+def select_fetchlist(
+    crawldb: DataFrame, hostdb: DataFrame, policy: DataFrame, ctx: StageContext
+) -> DataFrame:
+    """The segment's fetch list, without the task column (see ``assign``)."""
+    g, p = ctx.cfg.generate, ctx.cfg.politeness
+    hosts = hostdb.select(
+        "host", F.col("ip").alias("host_ip"), "delay_s", "crawl_delay_s", "robots_url",
+        "robots_status", "robots_http_status", "robots_body", "robots_fetched_at",
+        "backoff_until",
+    )
+    due = (
+        due_urls(crawldb, ctx)
+        .join(hosts, "host", "left")
+        .join(effective_policy(policy, ctx), "host", "left")
+        .filter(~F.coalesce(F.col("policy_blocked"), F.lit(False)))
+        .filter(F.col("backoff_until").isNull()
+                | (F.col("backoff_until") <= F.lit(ctx.at).cast("timestamp")))
+    )
+    robots_cap = float(ctx.cfg.robots.max_crawl_delay_s)
+    gap = F.greatest(
+        F.lit(p.min_delay_s),
+        F.coalesce(F.col("delay_s"), F.lit(p.min_delay_s)),
+        F.least(F.coalesce(F.col("crawl_delay_s"), F.lit(0.0)), F.lit(robots_cap)),
+        F.coalesce(F.col("policy_min_delay_s"), F.lit(0.0)),
+    )
+    # Hosts that share an address share one clock, so they share the budget:
+    # the group is the known IP, else the host alone.
+    group = F.coalesce(F.col("host_ip"), F.col("host"))
+    cap = F.least(F.lit(g.max_per_host), (F.lit(g.fetch_window_s) / gap).cast("int") + 1,
+                  F.coalesce(F.col("policy_max_pages"), F.lit(g.max_per_host)))
+    by_group = Window.partitionBy("group").orderBy(F.col("score").desc(), "url_fp")
+    ranked = (
+        due.withColumn("gap", gap).withColumn("group", group)
+        .withColumn("group_cap", F.min(cap).over(Window.partitionBy("group")))
+        .withColumn("rank_in_group", F.row_number().over(by_group))
+        .filter(F.col("rank_in_group") <= F.col("group_cap"))
+    )
+    top = ranked.orderBy(F.col("score").desc(), "url_fp").limit(g.top_n)
+    return top.select(
+        "url", "url_fp", "host", "host_bucket", F.col("host_ip").alias("ip"), "group", "gap",
+        "score", "depth", F.col("status").alias("prev_status"), "etag", "last_modified",
+        "content_sha256", "delay_s", "crawl_delay_s", "robots_url", "robots_status",
+        "robots_http_status", "robots_body", "robots_fetched_at",
+    )
+
+
+def assign(chosen: DataFrame, ctx: StageContext) -> DataFrame:
+    """Add the ``task`` column: host groups packed over ``fetch.tasks`` tasks."""
+    costs = chosen.groupBy("group").agg(F.sum("gap").alias("cost")).collect()
+    mapping = assign_tasks([(r["group"], float(r["cost"])) for r in costs], ctx.cfg.fetch.tasks)
+    spark = ctx.spark
+    tasks = spark.createDataFrame(list(mapping.items()), "group string, task int")
+    return chosen.join(F.broadcast(tasks), "group").select(*FETCHLIST_SCHEMA.fieldNames())
+
+
+def mark_generated(fetchlist: DataFrame, ctx: StageContext) -> None:
+    buckets = [r[0] for r in fetchlist.select("host_bucket").distinct().collect()]
+    if not buckets:
+        return
+    bucket_list = ", ".join(str(int(b)) for b in sorted(buckets))
+    (
+        delta_table(ctx.spark, ctx.root, "crawldb").alias("t")
+        .merge(
+            fetchlist.select("host_bucket", "url_fp", "url").alias("s"),
+            f"t.host_bucket IN ({bucket_list}) AND t.host_bucket = s.host_bucket "
+            "AND t.url_fp = s.url_fp AND t.url = s.url",
+        )
+        .whenMatchedUpdate(set={
+            "generated_segment": F.lit(ctx.segment),
+            "generated_at": F.lit(ctx.at).cast("timestamp"),
+        })
+        .execute()
+    )
+
+
+def generate(ctx: StageContext) -> DataFrame:
+    spark, root = ctx.spark, ctx.root
+    chosen = select_fetchlist(
+        read_table(spark, root, "crawldb"), read_table(spark, root, "hostdb"),
+        read_table(spark, root, "policy"), ctx,
+    ).cache()
+    return assign(chosen, ctx)

@@ -1,0 +1,180 @@
+"""updatedb: merge one segment's fetch results into crawldb and hostdb.
+
+- Fetched URLs: their crawldb rows joined with the fetch rows and passed
+  through ``trawl.transitions.apply_fetch`` (the one transition table).
+- New URLs: followable outlinks and redirect targets, admitted (normalised,
+  filtered), each URL once, found new by a batch anti-join against crawldb
+  restricted to the host buckets they fall in (IRLbot's DRUM check, done by
+  Spark's join instead of a disk bucket sort).
+- Updates and inserts go into crawldb in ONE MERGE (one commit), and hosts
+  into hostdb in another; both skip rows already carrying this segment, so a
+  re-run leaves the tables as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from trawl.frontier import admit, url_filter
+from trawl.hoststate import merge_host
+from trawl.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
+from trawl.stages.common import StageContext, map_records, sql_in
+from trawl.stages.inject import CANDIDATE_SCHEMA
+from trawl.tables import delta_table, read_segment_table, read_table
+from trawl.transitions import apply_fetch
+from trawl.urlnorm import host_bucket, registered_domain
+
+CRAWLDB_COLS = CRAWLDB_SCHEMA.fieldNames()
+OP_SCHEMA = StructType([*CRAWLDB_SCHEMA.fields, StructField("_op", StringType(), False)])
+
+
+@dataclass
+class UpdateReport:
+    fetched_rows: int = 0
+    new_urls: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    hosts: int = 0
+
+    def counters(self) -> list[tuple[str, int]]:
+        out = [("updatedb/fetch_rows", self.fetched_rows), ("updatedb/new_urls", self.new_urls),
+               ("updatedb/hosts", self.hosts)]
+        return out + [(f"updatedb/rejected/{k}", v) for k, v in sorted(self.rejected.items())]
+
+
+def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> DataFrame:
+    """Crawldb rows of the fetched URLs after their fetch (``_op = 'update'``)."""
+    old = crawldb.select("host_bucket", "url_fp", "url", F.struct(*CRAWLDB_COLS).alias("old"))
+    fetch = pages.select("host_bucket", "url_fp", "url", F.struct(*pages.columns).alias("fetch"))
+    joined = old.join(fetch, ["host_bucket", "url_fp", "url"]).select("old", "fetch")
+    at, segment, schedule = ctx.at, ctx.segment, ctx.cfg.schedule
+
+    def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            new = apply_fetch(row["old"], row["fetch"], at, segment, schedule)
+            if new is not row["old"]:
+                yield {**new, "_op": "update"}
+
+    return map_records(joined, fn, OP_SCHEMA)
+
+
+def discovered_links(pages: DataFrame) -> DataFrame:
+    """(url, depth, score, source) for every followable link of the segment:
+    outlinks without nofollow, and redirect targets. A page's links share its
+    unit of score (OPIC's cash split over outlinks, Abiteboul et al.)."""
+    links = (
+        pages.filter((F.col("outcome") == "success") & F.col("outlinks").isNotNull())
+        .withColumn("n", F.size("outlinks"))
+        .select("depth", "n", F.explode("outlinks").alias("link"))
+        .filter(~F.coalesce(F.col("link.nofollow"), F.lit(False)))
+        .select(F.col("link.url").alias("url"), (F.col("depth") + 1).alias("depth"),
+                (F.lit(1.0) / F.col("n")).alias("score"), F.lit("outlink").alias("source"))
+    )
+    redirects = pages.filter(F.col("redirect_to").isNotNull()).select(
+        F.col("redirect_to").alias("url"), F.col("depth"), F.lit(1.0).alias("score"),
+        F.lit("redirect").alias("source"),
+    )
+    return (
+        links.unionByName(redirects)
+        .groupBy("url")
+        .agg(F.min("depth").alias("depth"), F.sum("score").alias("score"),
+             F.min("source").alias("source"))
+    )
+
+
+def admitted_links(links: DataFrame, ctx: StageContext) -> DataFrame:
+    cfg, at, segment = ctx.cfg, ctx.at, ctx.segment
+
+    def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        flt = url_filter(cfg)
+        for row in rows:
+            record, reason = admit(row["url"], cfg, flt, source=row["source"],
+                                   depth=row["depth"] or 0, score=row["score"] or 0.0,
+                                   at=at, segment=segment)
+            yield {**(record or {}), "rejected": reason, "raw": row["url"]}
+
+    return map_records(links, fn, CANDIDATE_SCHEMA)
+
+
+def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFrame:
+    """hostdb rows for every host the segment visited, through ``merge_host``."""
+    visit = F.struct("fetched_at", "outcome", "delay_s", "elapsed_s", "ip")
+    pages = fetch.filter(F.col("kind") == "page").groupBy("host").agg(
+        F.sort_array(F.collect_list(visit)).alias("visits"))
+    robots = fetch.filter(F.col("kind") == "robots").groupBy("host").agg(
+        F.max_by(F.struct(*fetch.columns), "fetched_at").alias("robots"))
+    per_host = pages.join(robots, "host", "full")
+    joined = per_host.join(hostdb.select("host", F.struct(*HOSTDB_SCHEMA.fieldNames())
+                                         .alias("old")), "host", "left")
+    at, segment, buckets = ctx.at, ctx.segment, ctx.cfg.crawl.host_buckets
+
+    def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            host = row["host"]
+            base = {"host_bucket": host_bucket(host, buckets),
+                    "domain": registered_domain(host)}
+            new = merge_host(row["old"], host, row["visits"] or [], row["robots"], at,
+                             segment, base)
+            if new is not row["old"]:
+                yield new
+
+    return map_records(joined, fn, HOSTDB_SCHEMA)
+
+
+def updatedb(ctx: StageContext) -> UpdateReport:
+    spark, root = ctx.spark, ctx.root
+    fetch = read_segment_table(spark, root, ctx.segment, "fetch").cache()
+    pages = fetch.filter(F.col("kind") == "page")
+    report = UpdateReport(fetched_rows=pages.count())
+
+    candidates = admitted_links(discovered_links(pages), ctx).cache()
+    for row in candidates.filter(F.col("rejected").isNotNull()).groupBy("rejected").count()\
+            .collect():
+        report.rejected[row["rejected"]] = row["count"]
+    admitted = candidates.filter(F.col("rejected").isNull()).select(*CRAWLDB_COLS)
+
+    buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
+    buckets |= {r[0] for r in admitted.select("host_bucket").distinct().collect()}
+    touched = read_table(spark, root, "crawldb").filter(f"host_bucket IN {sql_in(buckets)}")
+    new = admitted.join(touched.select("host_bucket", "url_fp", "url"),
+                        ["host_bucket", "url_fp", "url"], "left_anti").withColumn("_op",
+                                                                                   F.lit("insert"))
+    changes = updated_rows(touched, pages, ctx).unionByName(new).cache()
+    report.new_urls = changes.filter("_op = 'insert'").count()
+    merge_crawldb(changes, buckets, ctx)
+
+    hosts = host_rows(read_table(spark, root, "hostdb"), fetch, ctx).cache()
+    report.hosts = hosts.count()
+    merge_hostdb(hosts, ctx)
+    for frame in (fetch, candidates, changes, hosts):
+        frame.unpersist()
+    return report
+
+
+def merge_crawldb(changes: DataFrame, buckets: set[int], ctx: StageContext) -> None:
+    assignments = {c: f"s.{c}" for c in CRAWLDB_COLS}
+    (
+        delta_table(ctx.spark, ctx.root, "crawldb").alias("t")
+        .merge(changes.alias("s"),
+               f"t.host_bucket IN {sql_in(buckets)} AND t.host_bucket = s.host_bucket "
+               "AND t.url_fp = s.url_fp AND t.url = s.url")
+        .whenMatchedUpdate(condition="s._op = 'update'", set=assignments)
+        .whenNotMatchedInsert(condition="s._op = 'insert'", values=assignments)
+        .execute()
+    )
+
+
+def merge_hostdb(hosts: DataFrame, ctx: StageContext) -> None:
+    assignments = {c: f"s.{c}" for c in HOSTDB_SCHEMA.fieldNames()}
+    (
+        delta_table(ctx.spark, ctx.root, "hostdb").alias("t")
+        .merge(hosts.alias("s"), "t.host_bucket = s.host_bucket AND t.host = s.host")
+        .whenMatchedUpdate(set=assignments)
+        .whenNotMatchedInsert(values=assignments)
+        .execute()
+    )

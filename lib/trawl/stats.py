@@ -1,0 +1,65 @@
+"""``trawl stats`` and ``trawl sql``: the crawl state, queried.
+
+Stats are Nutch's ``readdb -stats`` and more: URLs by status, hosts, and per
+segment the fetch outcomes from the counters table. ``register_views`` names
+every table for SQL: ``crawldb``, ``hostdb``, ``policy``, ``counters``, and
+``fetch`` / ``fetchlist`` over all segments (with a ``segment`` column).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from trawl.tables import TABLES, list_segments, read_segment_table, read_table, segment_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def register_views(spark: SparkSession, root: str) -> list[str]:
+    from pyspark.sql import functions as F
+
+    names = []
+    for name in TABLES:
+        read_table(spark, root, name).createOrReplaceTempView(name)
+        names.append(name)
+    segments = list_segments(spark, root)
+    for name in ("fetchlist", "fetch"):
+        frames: list[DataFrame] = [
+            read_segment_table(spark, root, seg, name).withColumn("segment", F.lit(seg))
+            for seg in segments
+            if segment_exists(spark, root, seg, name)
+        ]
+        if frames:
+            reduce(lambda a, b: a.unionByName(b), frames).createOrReplaceTempView(name)
+            names.append(name)
+    return names
+
+
+def crawl_stats(spark: SparkSession, root: str) -> dict[str, list[dict[str, Any]]]:
+    register_views(spark, root)
+    q = spark.sql
+    return {
+        "totals": [r.asDict() for r in q(
+            "SELECT count(*) AS urls, count(DISTINCT host) AS hosts, "
+            "count(DISTINCT domain) AS domains, sum(fetches) AS fetches FROM crawldb").collect()],
+        "by_status": [r.asDict() for r in q(
+            "SELECT status, count(*) AS urls FROM crawldb GROUP BY status "
+            "ORDER BY urls DESC").collect()],
+        "segments": [r.asDict() for r in q(
+            "SELECT segment, "
+            "sum(CASE WHEN name = 'generate/urls' THEN value END) AS generated, "
+            "sum(CASE WHEN name = 'fetch/page/success' THEN value END) AS fetched, "
+            "sum(CASE WHEN name LIKE 'fetch/page/%' AND name <> 'fetch/page/success' "
+            "THEN value END) AS other_outcomes, "
+            "sum(CASE WHEN name = 'robots/robots_denied' THEN value END) AS robots_denied, "
+            "sum(CASE WHEN name = 'updatedb/new_urls' THEN value END) AS new_urls "
+            "FROM counters GROUP BY segment ORDER BY segment").collect()],
+    }
+
+
+def segment_outcomes(spark: SparkSession, root: str) -> list[dict[str, Any]]:
+    return [r.asDict() for r in spark.sql(
+        "SELECT segment, name, value FROM counters WHERE job = 'fetch' "
+        "ORDER BY segment, name").collect()]

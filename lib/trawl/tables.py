@@ -1,0 +1,139 @@
+"""All Delta I/O of the crawl directory goes through here.
+
+One root holds every table (a local path now, ``s3a://`` and friends on a
+cluster). Tables are created from the schema constants if they do not exist;
+crawldb and hostdb take MERGEs (inject, updatedb), segment tables are
+replaced whole for their segment (a rerun overwrites, never appends), so every
+job is safe to re-run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from trawl.schemas import (
+    COUNTERS_SCHEMA,
+    CRAWLDB_SCHEMA,
+    FETCH_SCHEMA,
+    FETCHLIST_SCHEMA,
+    HOSTDB_SCHEMA,
+    POLICY_SCHEMA,
+)
+
+if TYPE_CHECKING:
+    from delta.tables import DeltaTable
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+# name -> (schema, partition columns)
+TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
+    "crawldb": (CRAWLDB_SCHEMA, ("host_bucket",)),
+    "hostdb": (HOSTDB_SCHEMA, ("host_bucket",)),
+    "policy": (POLICY_SCHEMA, ()),
+    "counters": (COUNTERS_SCHEMA, ()),
+}
+SEGMENT_TABLES: dict[str, StructType] = {
+    "fetchlist": FETCHLIST_SCHEMA,
+    "fetch": FETCH_SCHEMA,
+}
+
+
+def table_path(root: str, name: str) -> str:
+    return f"{root.rstrip('/')}/{name}"
+
+
+def segment_path(root: str, segment: str, name: str = "") -> str:
+    base = f"{root.rstrip('/')}/segments/{check_segment_id(segment)}"
+    return f"{base}/{name}" if name else base
+
+
+def ensure_table(spark: SparkSession, root: str, name: str) -> str:
+    """Create the table from its schema if it does not exist; return its path."""
+    from delta.tables import DeltaTable
+
+    schema, partitions = TABLES[name]
+    path = table_path(root, name)
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+    if partitions:
+        builder = builder.partitionedBy(*partitions)
+    builder.execute()
+    return path
+
+
+def ensure_all(spark: SparkSession, root: str) -> None:
+    for name in TABLES:
+        ensure_table(spark, root, name)
+
+
+def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
+    return spark.read.format("delta").load(ensure_table(spark, root, name))
+
+
+def delta_table(spark: SparkSession, root: str, name: str) -> DeltaTable:
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, ensure_table(spark, root, name))
+
+
+def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> str:
+    """Replace the segment's table whole (idempotent re-runs)."""
+    schema = SEGMENT_TABLES[name]
+    path = segment_path(root, segment, name)
+    ordered = df.select(*[f.name for f in schema.fields])
+    (
+        ordered.write.format("delta")
+        .mode("overwrite")
+        .option("overwriteSchema", "true")
+        .save(path)
+    )
+    return path
+
+
+def read_segment_table(spark: SparkSession, root: str, segment: str, name: str) -> DataFrame:
+    return spark.read.format("delta").load(segment_path(root, segment, name))
+
+
+def segment_exists(spark: SparkSession, root: str, segment: str, name: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, segment_path(root, segment, name)))
+
+
+def list_segments(spark: SparkSession, root: str) -> list[str]:
+    """Segment ids under the root, oldest first (ids sort by time)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    path = jvm.org.apache.hadoop.fs.Path(f"{root.rstrip('/')}/segments")
+    fs = path.getFileSystem(hadoop_conf)
+    if not fs.exists(path):
+        return []
+    return sorted(status.getPath().getName() for status in fs.listStatus(path) if status.isDirectory())
+
+
+def write_counters(
+    spark: SparkSession, root: str, segment: str, job: str, counters: Sequence[tuple[str, int]]
+) -> None:
+    """Replace this (segment, job)'s counters: re-runs do not double them."""
+    check_segment_id(segment)
+    rows = [(segment, job, name, int(value)) for name, value in counters]
+    df = spark.createDataFrame(rows, COUNTERS_SCHEMA)
+    path = ensure_table(spark, root, "counters")
+    (
+        df.write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", f"segment = '{segment}' AND job = '{job}'")
+        .save(path)
+    )
+
+
+SEGMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_segment_id(segment: str) -> str:
+    """Segment ids become paths and SQL literals: keep them to a safe alphabet."""
+    if not SEGMENT_ID.match(segment):
+        raise ValueError(f"bad segment id {segment!r}: use letters, digits, '_', '-', '.'")
+    return segment

@@ -1,0 +1,224 @@
+"""Deterministic generation of the synthetic web from one seed.
+
+Everything is drawn from a single ``random.Random(seed)`` in a fixed order, so
+one seed always yields the same hosts, pages, links and robots rules. The
+shape is chosen to exercise a crawler the way the real web does:
+
+* page counts per host follow a clipped Pareto law (many small hosts, a few
+  big ones) and hosts share a handful of loopback IPs (virtual hosting);
+* within a host every page hangs off a random recursive tree rooted at "/"
+  whose edges go only through fetchable pages (200, not robots-disallowed),
+  so the whole host is discoverable from its homepage; extra links (some
+  ``rel=nofollow``) point anywhere on the host, including error pages;
+* across hosts a random recursive tree of homepage links makes every host
+  reachable from the root seed, and extra links pick targets by a Zipf
+  popularity weight, giving a power-law in-degree;
+* robots variants put Disallow rules on directories that the tree links to,
+  so a crawler that ignores robots.txt would request them.
+"""
+
+from __future__ import annotations
+
+import random
+
+from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup
+
+DIRS = ("p", "x", "a/b", "docs", "news/2024")
+STAR_RULES = ("/private/", "/cgi-bin/")
+AGENT_RULES = ("/tmp/", "/drafts/")
+_VOCAB_TEXT = (
+    "apple river stone cloud maple harbor lantern meadow copper violet orbit canyon "
+    "falcon willow ember glacier pepper summit thistle marble cedar delta fjord "
+    "quartz saffron tundra velvet zephyr bramble cobalt dune fable garnet hazel "
+    "indigo juniper kelp lagoon mosaic nectar onyx prairie quill russet sable "
+    "tamarind umber vellum wharf yarrow zinnia acorn basil cinder drift"
+)
+VOCAB = tuple(_VOCAB_TEXT.split(" "))
+
+
+def loopback_ip(index: int) -> str:
+    """The ``index``-th address of 127.0.1.1, 127.0.1.2, ... (254 per /24)."""
+    return f"127.0.{1 + index // 254}.{1 + index % 254}"
+
+
+def host_name(index: int) -> str:
+    """``site-0007.test``: the reserved ``.test`` TLD can never leak to real DNS."""
+    return f"site-{index:04d}.test"
+
+
+def _words(rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(rng.randint(lo, hi)))
+
+
+def _page_count(rng: random.Random, lo: int, hi: int) -> int:
+    return max(lo, min(hi, int(lo * rng.paretovariate(1.2))))
+
+
+def _robots(
+    rng: random.Random, agent: str
+) -> tuple[str, int, tuple[RobotsGroup, ...], float | None]:
+    variant = rng.choices(("none", "error", "open", "star", "agent"), (25, 4, 21, 30, 20))[0]
+    if variant == "none":
+        return variant, 404, (), None
+    if variant == "error":
+        return variant, rng.choice((500, 503)), (), None
+    delay = float(rng.choice((1, 2))) if rng.random() < 0.06 else None
+    groups = [RobotsGroup("badbot", ("/",))]
+    if variant == "open":
+        groups.append(RobotsGroup("*", ()))
+    else:
+        star = ("/private/",) if rng.random() < 0.6 else STAR_RULES
+        groups.append(RobotsGroup("*", star))
+    if variant == "agent":
+        groups.append(RobotsGroup(agent, (rng.choice(AGENT_RULES),)))
+    return variant, 200, tuple(groups), delay
+
+
+def _page_dirs(rng: random.Random, n: int, groups: tuple[RobotsGroup, ...]) -> list[str]:
+    """Directory of each page (index 0 is "/"), with every disallowed dir used."""
+    dirs = ["/"] + [f"/{rng.choice(DIRS)}/" for _ in range(n - 1)]
+    rules = [p for g in groups if g.agent != "badbot" for p in g.disallow]
+    free = list(range(1, n))
+    rng.shuffle(free)
+    for rule in rules:
+        for _ in range(rng.randint(1, 2)):
+            if free:
+                dirs[free.pop()] = rule
+    return dirs
+
+
+def _statuses(rng: random.Random, n: int) -> list[int]:
+    out = [200]
+    for _ in range(n - 1):
+        r = rng.random()
+        out.append(
+            404 if r < 0.04 else 410 if r < 0.06 else 500 if r < 0.08 else 301 if r < 0.12 else 200
+        )
+    return out
+
+
+def _intra_form(rng: random.Random, target: str) -> str:
+    if target == "/":
+        return rng.choice(("absolute", "root"))
+    return rng.choices(("absolute", "root", "relative"), (25, 35, 40))[0]
+
+
+def _fragment(rng: random.Random) -> str:
+    return f"sec-{rng.randint(1, 9)}" if rng.random() < 0.05 else ""
+
+
+class _HostDraft:
+    """Mutable scratch state for one host while links are being added."""
+
+    def __init__(
+        self, rng: random.Random, index: int, ip: str, agent: str, sizes: tuple[int, int]
+    ) -> None:
+        self.name = host_name(index)
+        self.ip = ip
+        self.robots, self.robots_status, self.groups, self.crawl_delay = _robots(rng, agent)
+        self.slow = round(rng.uniform(0.2, 1.0), 2) if rng.random() < 0.03 else 0.0
+        n = _page_count(rng, *sizes)
+        dirs = _page_dirs(rng, n, self.groups)
+        self.paths = ["/"] + [f"{dirs[i]}{i}.html" for i in range(1, n)]
+        self.status = _statuses(rng, n)
+        blocked = {p for g in self.groups if g.agent != "badbot" for p in g.disallow}
+        self.open = [
+            i
+            for i in range(n)
+            if self.status[i] == 200 and not any(self.paths[i].startswith(b) for b in blocked)
+        ]
+        self.links: list[list[Link]] = [[] for _ in range(n)]
+        self.redirect: dict[int, str] = {}
+        self.popularity = 0.0
+
+    def add(self, i: int, link: Link) -> None:
+        self.links[i].append(link)
+
+
+def _intra_links(rng: random.Random, d: _HostDraft) -> None:
+    n = len(d.paths)
+    for i in range(1, n):
+        parents = [j for j in d.open if j < i]
+        parent = rng.choice(parents)
+        d.add(parent, Link(d.name, d.paths[i], _intra_form(rng, d.paths[i]), False, _fragment(rng)))
+        if d.status[i] == 301:
+            d.redirect[i] = d.paths[rng.choice([j for j in d.open if j != i])]
+    for i in d.open:
+        for _ in range(rng.randint(1, 4)):
+            target = d.paths[rng.randrange(n)]
+            nofollow = rng.random() < 0.1
+            d.add(i, Link(d.name, target, _intra_form(rng, target), nofollow, _fragment(rng)))
+
+
+def _cross_links(rng: random.Random, drafts: list[_HostDraft]) -> None:
+    order = list(range(len(drafts)))
+    rng.shuffle(order)
+    for rank, h in enumerate(order):
+        drafts[h].popularity = round(1.0 / (rank + 1) ** 1.1, 6)
+    rng.shuffle(order)
+    # The root of the host tree is the most popular fetchable host: the first seed.
+    roots = [h for h in order if drafts[h].robots != "error"]
+    if roots:
+        root = max(roots, key=lambda h: drafts[h].popularity)
+        order.remove(root)
+        order.insert(0, root)
+    linked: list[int] = []
+    for h in order:
+        parents = [p for p in linked if drafts[p].robots != "error"]
+        if parents:
+            parent = drafts[rng.choice(parents)]
+            parent.add(0, Link(drafts[h].name, "/", "absolute"))
+        linked.append(h)
+    weights = [d.popularity for d in drafts]
+    for d in drafts:
+        for i in d.open:
+            for _ in range(rng.choice((0, 0, 1, 1, 2, 3))):
+                t = drafts[rng.choices(range(len(drafts)), weights)[0]]
+                path = "/" if rng.random() < 0.6 else rng.choice(t.paths)
+                form = "absolute" if rng.random() < 0.85 else "scheme-relative"
+                d.add(i, Link(t.name, path, form, rng.random() < 0.1, _fragment(rng)))
+
+
+def _finish(rng: random.Random, d: _HostDraft) -> HostInfo:
+    pages = []
+    for i, path in enumerate(d.paths):
+        links = d.links[i]
+        rng.shuffle(links)
+        base = None
+        if i > 0 and d.status[i] == 200 and rng.random() < 0.12:
+            base = f"/{rng.choice(DIRS)}/"
+        title = f"{d.name} page {i}: {_words(rng, 2, 4)}"
+        text = _words(rng, 20, 80)
+        absolute = rng.random() < 0.7
+        pages.append(
+            Page(path, d.status[i], title, text, tuple(links), base, absolute, d.redirect.get(i))
+        )
+    return HostInfo(
+        name=d.name,
+        ip=d.ip,
+        robots=d.robots,
+        robots_status=d.robots_status,
+        groups=d.groups,
+        crawl_delay=d.crawl_delay,
+        slow=d.slow,
+        pages=tuple(pages),
+        popularity=d.popularity,
+    )
+
+
+def generate_hosts(
+    seed: int, hosts: int, ips: int, pages_per_host: tuple[int, int], agent: str
+) -> tuple[HostInfo, ...]:
+    """Draw the whole web; see the module docstring for its shape."""
+    if hosts < 1 or ips < 1 or not 2 <= pages_per_host[0] <= pages_per_host[1]:
+        raise ValueError("need hosts >= 1, ips >= 1 and 2 <= min pages <= max pages")
+    rng = random.Random(seed)
+    ip_weights = [1.0 / (k + 1) ** 0.7 for k in range(ips)]
+    drafts = []
+    for index in range(hosts):
+        ip = loopback_ip(rng.choices(range(ips), ip_weights)[0])
+        drafts.append(_HostDraft(rng, index, ip, agent, pages_per_host))
+    for d in drafts:
+        _intra_links(rng, d)
+    _cross_links(rng, drafts)
+    return tuple(_finish(rng, d) for d in drafts)

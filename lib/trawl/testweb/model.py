@@ -1,0 +1,140 @@
+"""``WebModel``: the synthetic web as data, and the ground truth about it.
+
+The model is what the test web serves and what audits compare a crawl
+against: which hosts exist and where they live, what each path returns, what
+robots.txt forbids for a given agent, and which pages a perfect polite
+crawler would reach from the seeds. It is port-agnostic (the port is chosen
+when the server binds), so every method that builds a URL takes the port.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import urlsplit
+
+from trawl.testweb.generate import generate_hosts
+from trawl.testweb.records import HostInfo
+
+DEFAULT_AGENT = "trawl"
+
+
+def make_url(host: str, path: str, port: int) -> str:
+    """``http://host:port/path``; port 80 is left out as a browser would."""
+    netloc = host if port == 80 else f"{host}:{port}"
+    return f"http://{netloc}{path}"
+
+
+@dataclass(frozen=True)
+class WebModel:
+    """A generated web: ``hosts`` in index order plus the parameters that made it."""
+
+    seed: int
+    agent: str
+    hosts: tuple[HostInfo, ...]
+
+    @cached_property
+    def _index(self) -> dict[str, HostInfo]:
+        return {h.name: h for h in self.hosts}
+
+    @classmethod
+    def generate(
+        cls,
+        seed: int,
+        hosts: int = 300,
+        ips: int = 60,
+        pages_per_host: tuple[int, int] = (5, 40),
+        agent: str = DEFAULT_AGENT,
+    ) -> WebModel:
+        """Build the web for ``seed``; identical arguments give an identical model."""
+        return cls(seed, agent, generate_hosts(seed, hosts, ips, pages_per_host, agent))
+
+    # -- lookups -----------------------------------------------------------
+
+    def host(self, name: str) -> HostInfo | None:
+        """The host called ``name`` (case-insensitive, port stripped), or None."""
+        return self._index.get(name.lower().split(":", 1)[0])
+
+    @property
+    def ips(self) -> list[str]:
+        """Distinct IPs in use, in first-use order (one listening socket each)."""
+        return list(dict.fromkeys(h.ip for h in self.hosts))
+
+    @property
+    def page_count(self) -> int:
+        """Number of paths with content or a status, robots.txt excluded."""
+        return sum(len(h.pages) for h in self.hosts)
+
+    def hosts_file_text(self) -> str:
+        """hosts(5) lines "IP name" resolving every host to its pinned loopback IP."""
+        lines = ["# trawl testweb: synthetic hosts pinned to loopback addresses"]
+        lines += [f"{h.ip} {h.name}" for h in self.hosts]
+        return "\n".join(lines) + "\n"
+
+    def seed_urls(self, n: int = 3, port: int = 80) -> list[str]:
+        """Homepages of the ``n`` most popular hosts with a usable robots.txt.
+
+        The first is the root of the host tree, so every host is reachable
+        from it alone.
+        """
+        ranked = sorted((h for h in self.hosts if h.robots != "error"), key=lambda h: -h.popularity)
+        return [make_url(h.name, "/", port) for h in ranked[:n]]
+
+    # -- ground truth ------------------------------------------------------
+
+    def is_disallowed(self, host: str, path: str, agent: str | None = None) -> bool:
+        """Whether ``agent`` (default: the model's) may not fetch ``path`` on ``host``.
+
+        Rules are plain prefixes; a 5xx robots.txt disallows everything and a
+        404 allows everything (RFC 9309). Unknown hosts allow everything.
+        """
+        info = self.host(host)
+        return info is not None and info.is_disallowed(path, agent or self.agent)
+
+    def expected_status(self, host: str, path: str) -> int:
+        """The status the server answers for ``path`` on ``host`` (404 if unknown)."""
+        info = self.host(host)
+        if info is None:
+            return 404
+        if path == "/robots.txt":
+            return info.robots_status
+        page = info.page(path)
+        return 404 if page is None else page.status
+
+    def page_links(self, host: str, path: str, port: int) -> list[tuple[str, bool]]:
+        """(absolute URL without fragment, nofollow) for every link on a page, in page order."""
+        info = self.host(host)
+        page = None if info is None else info.page(path)
+        if page is None or page.status != 200:
+            return []
+        return [(make_url(link.host, link.path, port), link.nofollow) for link in page.links]
+
+    def reachable(self, seeds: list[str], agent: str | None = None) -> set[tuple[str, str]]:
+        """(host, path) pairs a perfect polite crawler fetches starting at ``seeds``.
+
+        Follows links without ``rel=nofollow`` on 200 pages and 301 targets,
+        never fetching what robots.txt disallows (robots.txt itself is left
+        out). Unknown hosts are skipped.
+        """
+        agent = agent or self.agent
+        queue = deque((urlsplit(u).hostname or "", urlsplit(u).path or "/") for u in seeds)
+        seen: set[tuple[str, str]] = set()
+        fetched: set[tuple[str, str]] = set()
+        while queue:
+            key = queue.popleft()
+            if key in seen:
+                continue
+            seen.add(key)
+            info = self.host(key[0])
+            if info is None or info.is_disallowed(key[1], agent):
+                continue
+            fetched.add(key)
+            page = info.page(key[1])
+            if page is None:
+                continue
+            if page.redirect_to is not None:
+                queue.append((info.name, page.redirect_to))
+            elif page.status == 200:
+                queue.extend((link.host, link.path) for link in page.links if not link.nofollow)
+        return fetched

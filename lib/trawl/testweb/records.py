@@ -1,0 +1,120 @@
+"""Plain records of the synthetic web: robots groups, links, pages and hosts.
+
+They are frozen dataclasses so a generated ``WebModel`` compares by value (two
+models from one seed are equal) and nothing can change the ground truth while
+the server is running. URLs are not stored: the port is only known once the
+server is bound, so links keep a target (host, path) and an href *form*, and
+the renderer builds the href text at serve time.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from functools import cached_property
+
+#: href forms a link can take; the renderer turns (form, target) into text.
+LINK_FORMS = ("absolute", "scheme-relative", "root", "relative")
+#: robots.txt variants: 404, 5xx (fetch nothing else), allow-all, rules for
+#: ``*`` only, rules for ``*`` plus a different group for the crawler's agent.
+ROBOTS_VARIANTS = ("none", "error", "open", "star", "agent")
+
+
+@dataclass(frozen=True)
+class RobotsGroup:
+    """One ``User-agent:`` group: the agent token and its Disallow prefixes."""
+
+    agent: str
+    disallow: tuple[str, ...]
+
+    def blocks(self, path: str) -> bool:
+        """Simple prefix match, the unambiguous subset of RFC 9309."""
+        return any(path.startswith(prefix) for prefix in self.disallow)
+
+
+@dataclass(frozen=True)
+class Link:
+    """An ``<a href>`` on a page: target, how the href is spelled, rel, #fragment."""
+
+    host: str
+    path: str
+    form: str
+    nofollow: bool = False
+    fragment: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One path on a host with its status and (for 200 pages) its content.
+
+    ``base`` is a directory path ("/docs/") the page declares in ``<base href>``
+    (relative links are then spelled relative to it), ``base_absolute`` says
+    whether that href carries scheme and host; ``redirect_to`` is the same-host
+    target of a 301.
+    """
+
+    path: str
+    status: int
+    title: str
+    text: str
+    links: tuple[Link, ...] = ()
+    base: str | None = None
+    base_absolute: bool = True
+    redirect_to: str | None = None
+
+    @property
+    def directory(self) -> str:
+        """The directory relative links resolve against (the base if any)."""
+        if self.base is not None:
+            return self.base
+        return posixpath.dirname(self.path).rstrip("/") + "/"
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """A virtual host: its pinned IP, robots behaviour, speed and pages.
+
+    ``robots`` is one of ``ROBOTS_VARIANTS`` and ``robots_status`` the status
+    of ``/robots.txt``; ``groups`` are the rules served when that is 200.
+    ``slow`` is the delay in seconds before every response (0.0 for most
+    hosts); ``popularity`` the weight other hosts used to pick it as a target.
+    """
+
+    name: str
+    ip: str
+    robots: str
+    robots_status: int
+    groups: tuple[RobotsGroup, ...]
+    crawl_delay: float | None
+    slow: float
+    pages: tuple[Page, ...]
+    popularity: float
+
+    @cached_property
+    def _by_path(self) -> dict[str, Page]:
+        return {page.path: page for page in self.pages}
+
+    def page(self, path: str) -> Page | None:
+        """The page at ``path`` (exact match, query included), or None."""
+        return self._by_path.get(path)
+
+    def group_for(self, agent: str) -> RobotsGroup | None:
+        """RFC 9309 group selection: the agent's own group, else ``*``, else none."""
+        token = agent_token(agent)
+        by_agent = {group.agent.lower(): group for group in self.groups}
+        return by_agent.get(token) or by_agent.get("*")
+
+    def is_disallowed(self, path: str, agent: str) -> bool:
+        """Whether a crawler identifying as ``agent`` must not fetch ``path``."""
+        if self.robots_status >= 500:
+            return True
+        if self.robots_status != 200:
+            return False
+        group = self.group_for(agent)
+        return group is not None and group.blocks(path)
+
+
+def agent_token(agent: str) -> str:
+    """The product token of a User-Agent string, lower-cased: "Trawl/0.1 (+x)" -> "trawl"."""
+    token = agent.strip().split("/", 1)[0].split(" ", 1)[0]
+    return token.lower()

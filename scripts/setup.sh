@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One-time setup on a fresh machine: a virtualenv in .venv with trawl and its
+# dependencies, and the Delta Lake jars in jars/lib/ (fetched with Maven once,
+# then loaded from disk by every Spark session). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest' 2>/dev/null \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[dev]'
+  touch .venv/.installed
+fi
+
+if [ ! -f jars/lib/.complete ]; then
+  rm -rf jars/lib jars/all
+  mvn -q -B -f jars/pom.xml dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$PWD/jars/all"
+  # Keep only what pyspark does not already ship: two copies of one library
+  # (jackson, hadoop, parquet, scala) on one classpath is a classic Spark crash.
+  spark_jars=$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  mkdir -p jars/lib
+  for jar in jars/all/*.jar; do
+    name=$(basename "$jar" .jar | sed -E 's/-[0-9][^-]*(-[0-9]+)?$//')
+    if ! compgen -G "$spark_jars/${name}-[0-9]*" > /dev/null; then
+      cp "$jar" jars/lib/
+    fi
+  done
+  rm -rf jars/all
+  touch jars/lib/.complete
+fi
+echo "setup: .venv and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"
