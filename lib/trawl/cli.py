@@ -33,8 +33,13 @@ def _at(text: str) -> datetime:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crawl", default=DEFAULT_CRAWL, help="crawl root directory (default: crawl)")
     p.add_argument("--config", help="TOML config file (keys as in conf/trawl.toml)")
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one config key (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one config key (repeatable)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON, one object per line")
 
 
@@ -43,33 +48,37 @@ def _timed(p: argparse.ArgumentParser) -> None:
     p.add_argument("--segment", help="segment id (default: from --at)")
 
 
+def _job(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
+    _common(parser)
+    _timed(parser)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="trawl", description="A polite batch web crawler on Spark and Delta Lake.")
+        prog="trawl", description="A polite batch web crawler on Spark and Delta Lake."
+    )
     parser.add_argument("--version", action="version", version=f"trawl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = sub.add_parser("inject", help="add seed URLs to the crawldb")
+    p = _job(sub, "inject", "add seed URLs to the crawldb")
     p.add_argument("seeds", nargs="+", help="seed files: URL [score] [reason] per line")
-    _common(p), _timed(p)
-    p = sub.add_parser("generate", help="select the next segment's fetch list")
-    _common(p), _timed(p)
-    p = sub.add_parser("fetch", help="fetch a generated segment")
-    _common(p), _timed(p)
+    _job(sub, "generate", "select the next segment's fetch list")
+    p = _job(sub, "fetch", "fetch a generated segment (default: the newest)")
     p.add_argument("--time-limit", type=float, help="seconds (default fetch.time_limit_s)")
-    p = sub.add_parser("updatedb", help="merge a fetched segment into crawldb and hostdb")
-    _common(p), _timed(p)
-    p = sub.add_parser("cycle", help="generate -> fetch -> updatedb, N times, one session")
-    _common(p), _timed(p)
+    _job(sub, "updatedb", "merge a fetched segment (default: the newest)")
+    p = _job(sub, "cycle", "generate -> fetch -> updatedb, N times, one session")
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--seeds", nargs="*", default=[], help="inject these seed files first")
-    p.add_argument("--step", type=float, default=3600.0,
-                   help="logical seconds between cycles (default 3600)")
+    p.add_argument(
+        "--step", type=float, default=3600.0, help="logical seconds between cycles (default 3600)"
+    )
     p.add_argument("--time-limit", type=float, help="fetch time limit per cycle, seconds")
     p = sub.add_parser("stats", help="crawldb statistics (readdb -stats and more)")
     _common(p)
     p = sub.add_parser("sql", help="run SQL over the crawl tables")
     _common(p)
-    p.add_argument("query", help="e.g. \"SELECT status, count(*) FROM crawldb GROUP BY 1\"")
+    p.add_argument("query", help='e.g. "SELECT status, count(*) FROM crawldb GROUP BY 1"')
     p = sub.add_parser("testweb", help="serve the synthetic test web on loopback")
     _common(p)
     p.add_argument("--out", default="testweb", help="folder for hosts file, seeds, access log")
@@ -137,12 +146,25 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
             say(f"  fetched: {got.get('fetch/page/success', 0)} pages")
             upd = run_updatedb(ctx)
             say(f"  updatedb: {upd['new_urls']} new URLs")
-            rows.append({"segment": ctx.segment, "generated": gen["urls"],
-                         "fetched": got.get("fetch/page/success", 0),
-                         "new_urls": upd["new_urls"]})
+            rows.append(
+                {
+                    "segment": ctx.segment,
+                    "generated": gen["urls"],
+                    "fetched": got.get("fetch/page/success", 0),
+                    "new_urls": upd["new_urls"],
+                }
+            )
         emit(rows, args.json, "cycles")
         return 0
-    ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
+    segment = args.segment
+    if not segment and args.command in ("fetch", "updatedb"):
+        from trawl.tables import list_segments
+
+        known = list_segments(spark, root)
+        if not known:
+            raise ValueError(f"no segments under {root}: run generate first")
+        segment = known[-1]  # the newest, as Nutch's -dir with one segment
+    ctx = StageContext(spark, cfg, root, segment or segment_id(at), at)
     if args.command == "inject":
         result = run_inject(ctx, args.seeds)
     elif args.command == "generate":
@@ -163,8 +185,14 @@ def _query(spark: Any, root: str, args: argparse.Namespace) -> int:
         for title, rows in crawl_stats(spark, root).items():
             emit(rows, args.json, title)
         return 0
+    from pyspark.errors import PySparkException
+
     register_views(spark, root)
-    rows = [r.asDict(recursive=True) for r in spark.sql(args.query).collect()]
+    try:
+        rows = [r.asDict(recursive=True) for r in spark.sql(args.query).collect()]
+    except PySparkException as exc:
+        print(f"trawl sql: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
     emit(rows, args.json)
     return 0
 

@@ -192,7 +192,7 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
     for name, values in raw.items():
         if name not in known:
             raise ConfigError(f"unknown config section [{name}] (known: {', '.join(known)})")
-        cls = known[name].default_factory  # type: ignore[misc]
+        cls = known[name].default_factory
         sections[name] = _build_section(name, cls, values)
     return Config(**sections)
 
@@ -210,25 +210,23 @@ def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:
 
 def _coerce(key: str, want: type, value: Any) -> Any:
     """Check and convert one value to the type of its default."""
-    if want is bool:
-        if isinstance(value, bool):
-            return value
-    elif want is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif want is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif want is str:
-        if isinstance(value, str):
-            return value
-    elif want is tuple:
-        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-    elif want is dict:
-        if isinstance(value, Mapping):
-            return {str(k): str(v) for k, v in value.items()}
-    raise ConfigError(f"{key} must be {want.__name__}, got {value!r}")
+    ok = {
+        bool: isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        str: isinstance(value, str),
+        tuple: isinstance(value, list | tuple) and all(isinstance(v, str) for v in value),
+        dict: isinstance(value, Mapping),
+    }.get(want, False)
+    if not ok:
+        raise ConfigError(f"{key} must be {want.__name__}, got {value!r}")
+    if want is float:
+        return float(value)
+    if want is tuple:
+        return tuple(value)
+    if want is dict:
+        return {str(k): str(v) for k, v in value.items()}
+    return value
 
 
 def _toml_value(text: str) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,7 +43,9 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
     if "politeness.min_delay_s" not in given:
         politeness = dataclasses.replace(politeness, min_delay_s=0.5)
     return dataclasses.replace(
-        cfg, fetch=fetch, politeness=politeness,
+        cfg,
+        fetch=fetch,
+        politeness=politeness,
         dns=dataclasses.replace(cfg.dns, hosts_file=str(hosts_file)),
     )
 
@@ -60,12 +61,15 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
     if out.exists():
         shutil.rmtree(out)
     t = cfg.testweb
-    model = WebModel.generate(t.seed, hosts=t.hosts, ips=min(t.ips, t.hosts),
-                              agent=cfg.http.agent_name)
+    model = WebModel.generate(
+        t.seed, hosts=t.hosts, ips=min(t.ips, t.hosts), agent=cfg.http.agent_name
+    )
     root = str((out / "crawl").absolute())
     with TestWeb(model, out / "testweb", port=t.port, n_seeds=DEMO_SEEDS) as web:
-        say(f"test web: {len(model.hosts)} hosts, {model.page_count} pages on "
-            f"{len(model.ips)} loopback addresses, port {web.port}")
+        say(
+            f"test web: {len(model.hosts)} hosts, {model.page_count} pages on "
+            f"{len(model.ips)} loopback addresses, port {web.port}"
+        )
         ccfg = crawl_config(cfg, web.hosts_file, overrides)
         spark = build_spark(ccfg)
         at = datetime.now(UTC).replace(microsecond=0)
@@ -80,11 +84,17 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
             say(f"  {gen['urls']} URLs on {gen['hosts']} hosts in {gen['tasks']} tasks; fetching")
             got = run_fetch(ctx)
             upd = run_updatedb(ctx)
-            per_cycle.append({"cycle": i + 1, "segment": ctx.segment, "generated": gen["urls"],
-                              "fetched_ok": got.get("fetch/page/success", 0),
-                              "robots_denied": got.get("fetch/page/robots_denied", 0),
-                              "not_reached": got.get("fetch/page/not_reached", 0),
-                              "new_urls": upd["new_urls"]})
+            per_cycle.append(
+                {
+                    "cycle": i + 1,
+                    "segment": ctx.segment,
+                    "generated": gen["urls"],
+                    "fetched_ok": got.get("fetch/page/success", 0),
+                    "robots_denied": got.get("fetch/page/robots_denied", 0),
+                    "not_reached": got.get("fetch/page/not_reached", 0),
+                    "new_urls": upd["new_urls"],
+                }
+            )
             say(f"  fetched {per_cycle[-1]['fetched_ok']} pages, {upd['new_urls']} new URLs")
     emit(per_cycle, False, "cycles")
     for title, rows in crawl_stats(spark, root).items():
@@ -103,12 +113,10 @@ def _next_steps(out: Path) -> str:
     return (
         "\nQuery the crawl:\n"
         f"  trawl stats --crawl {crawl}\n"
-        f"  trawl sql --crawl {crawl} \"SELECT status, count(*) AS n FROM crawldb GROUP BY 1\"\n"
-        f"  trawl sql --crawl {crawl} \"SELECT host, delay_s, robots_status, fetches "
-        "FROM hostdb ORDER BY fetches DESC LIMIT 10\"\n"
-        f"  trawl sql --crawl {crawl} \"SELECT segment, outcome, count(*) FROM fetch "
-        "GROUP BY 1, 2 ORDER BY 1, 2\"\n"
+        f'  trawl sql --crawl {crawl} "SELECT status, count(*) AS n FROM crawldb GROUP BY 1"\n'
+        f'  trawl sql --crawl {crawl} "SELECT host, delay_s, robots_status, fetches '
+        'FROM hostdb ORDER BY fetches DESC LIMIT 10"\n'
+        f'  trawl sql --crawl {crawl} "SELECT segment, outcome, count(*) FROM fetch '
+        'GROUP BY 1, 2 ORDER BY 1, 2"\n'
         f"WARC files: {crawl}/segments/*/warc/\n"
     )
-
-

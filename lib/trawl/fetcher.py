@@ -167,7 +167,10 @@ class Fetcher:
         row.update(self._archive(url, resp, started))
         if outcome is FetchOutcome.SUCCESS:
             page = parse_page(
-                resp.body, resp.header("content-type"), resp.headers, self.agent,
+                resp.body,
+                resp.header("content-type"),
+                resp.headers,
+                self.agent,
                 max_links=self.cfg.fetch.max_outlinks_per_page,
             )
             row.update(self._page_fields(url, page))

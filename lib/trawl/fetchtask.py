@@ -25,7 +25,7 @@ from trawl.config import Config
 from trawl.fetcher import Fetcher, Row, Visit, origin_of
 from trawl.politeness import GapRule, HostScheduler
 from trawl.resolver import AddressRefused
-from trawl.robots import RobotsRules
+from trawl.robots import UNREACHABLE_REASONS, RobotsRules
 from trawl.status import FetchOutcome
 from trawl.warc import WarcWriter, warc_filename
 
@@ -41,7 +41,9 @@ def cached_rules(item: Mapping[str, Any], cfg: Config, now: datetime) -> RobotsR
     cached: an unreachable robots.txt is asked again."""
     fetched_at = item.get("robots_fetched_at")
     status = item.get("robots_status")
-    if not fetched_at or not item.get("robots_url") or status in (None, "unreachable"):
+    if not fetched_at or not item.get("robots_url") or not status:
+        return None
+    if status in UNREACHABLE_REASONS:
         return None
     if origin_of(str(item["robots_url"])) != origin_of(str(item["url"])):
         return None
@@ -74,8 +76,9 @@ class FetchTask:
             self.rows.append(row)
 
     def skip(self, item: Mapping[str, Any], outcome: FetchOutcome, why: str) -> None:
-        row = self.fetcher.base_row(item, "page", str(item["url"]), self.ips.get(item["host"]),
-                                     datetime.now(UTC))
+        row = self.fetcher.base_row(
+            item, "page", str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
+        )
         row.update(outcome=outcome.value, error=why, robots_decision=None)
         self.emit(row)
 
@@ -88,8 +91,9 @@ class FetchTask:
             try:
                 ip = self.fetcher.resolver.resolve(host)
             except AddressRefused as exc:
-                outcome = (FetchOutcome.DEFERRED if exc.reason == "unresolvable"
-                           else FetchOutcome.BLOCKED)
+                outcome = (
+                    FetchOutcome.DEFERRED if exc.reason == "unresolvable" else FetchOutcome.BLOCKED
+                )
                 for item in host_items:
                     self.skip(item, outcome, f"address: {exc.reason}")
                 continue
@@ -99,7 +103,10 @@ class FetchTask:
             if rules is not None:
                 self.rules[origin_of(str(first["url"]))] = rules
             self.scheduler.add_host(
-                host, ip, host_items, gap_s=first.get("delay_s"),
+                host,
+                ip,
+                host_items,
+                gap_s=first.get("delay_s"),
                 crawl_delay_s=rules.crawl_delay() if rules else None,
             )
 
@@ -108,7 +115,7 @@ class FetchTask:
             host, item = job
             try:
                 visit = self.visit(host, item)
-            except Exception as exc:  # noqa: BLE001 - a bad page must not kill the task
+            except Exception as exc:  # a bad page must not kill the task
                 self.skip(item, FetchOutcome.RETRY, f"internal: {type(exc).__name__}: {exc}")
                 self.scheduler.release(host, 0.0, failed=True)
                 continue
@@ -128,7 +135,7 @@ class FetchTask:
             self.scheduler.push_front(host, item)
             return visit
         rules = self.rules[origin]
-        if rules.reason == "unreachable":
+        if rules.unreachable:
             # RFC 9309 2.3.1.4: unreachable robots.txt means complete disallow;
             # the URL is not gone, it waits for the host to answer again.
             return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
@@ -140,8 +147,9 @@ class FetchTask:
 
     def _no_request(self, item: Mapping[str, Any], outcome: FetchOutcome, why: str) -> Visit:
         """A decision without a request: no politeness gap is owed for it."""
-        row = self.fetcher.base_row(item, "page", str(item["url"]), self.ips.get(item["host"]),
-                                     datetime.now(UTC))
+        row = self.fetcher.base_row(
+            item, "page", str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
+        )
         row.update(outcome=outcome.value, robots_decision=why)
         return Visit(row, 0.0, failed=False, no_request=True)
 
@@ -160,8 +168,12 @@ class FetchTask:
 
 
 def run_fetch_task(
-    items: Iterable[Mapping[str, Any]], cfg: Config, segment: str, task: int,
-    warc_dir: str | None, time_limit_s: float,
+    items: Iterable[Mapping[str, Any]],
+    cfg: Config,
+    segment: str,
+    task: int,
+    warc_dir: str | None,
+    time_limit_s: float,
 ) -> Iterator[Row]:
     """Fetch one task's fetchlist rows; yields one row per attempt."""
     writer = None

@@ -63,8 +63,16 @@ def url_filter(cfg: Config) -> UrlFilter:
 
 
 def admit(
-    raw_url: str, cfg: Config, flt: UrlFilter, *, source: str, depth: int, score: float,
-    at: datetime, segment: str | None, reason: str | None = None,
+    raw_url: str,
+    cfg: Config,
+    flt: UrlFilter,
+    *,
+    source: str,
+    depth: int,
+    score: float,
+    at: datetime,
+    segment: str | None,
+    reason: str | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """(crawldb row, None) for an admitted URL, (None, reject reason) otherwise."""
     try:

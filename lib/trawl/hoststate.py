@@ -22,14 +22,21 @@ FAILURES_BEFORE_PAUSE = 10
 PAUSE = timedelta(days=1)
 _FAILED = {FetchOutcome.RETRY.value}
 _NO_REQUEST = {
-    FetchOutcome.ROBOTS_DENIED.value, FetchOutcome.NOT_REACHED.value,
-    FetchOutcome.DEFERRED.value, FetchOutcome.BLOCKED.value,
+    FetchOutcome.ROBOTS_DENIED.value,
+    FetchOutcome.NOT_REACHED.value,
+    FetchOutcome.DEFERRED.value,
+    FetchOutcome.BLOCKED.value,
 }
 
 
 def merge_host(
-    old: Row | None, host: str, visits: Sequence[Row], robots: Row | None,
-    at: datetime, segment: str, base: Row,
+    old: Row | None,
+    host: str,
+    visits: Sequence[Row],
+    robots: Row | None,
+    at: datetime,
+    segment: str,
+    base: Row,
 ) -> Row:
     """New hostdb row from the old one (or None), this segment's page visits
     (dicts with fetched_at, outcome, delay_s, elapsed_s, ip, in time order) and
@@ -41,9 +48,12 @@ def merge_host(
     new["last_segment"] = segment
     if robots is not None:
         new.update(
-            robots_url=robots["url"], robots_status=robots.get("robots_decision"),
-            robots_http_status=robots.get("http_status"), robots_body=robots.get("robots_body"),
-            robots_fetched_at=robots.get("fetched_at"), crawl_delay_s=robots.get("crawl_delay_s"),
+            robots_url=robots["url"],
+            robots_status=robots.get("robots_decision"),
+            robots_http_status=robots.get("http_status"),
+            robots_body=robots.get("robots_body"),
+            robots_fetched_at=robots.get("fetched_at"),
+            crawl_delay_s=robots.get("crawl_delay_s"),
         )
     requested = [v for v in visits if v.get("outcome") not in _NO_REQUEST]
     counts = dict(new.get("status_counts") or {})

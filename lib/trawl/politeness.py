@@ -82,7 +82,10 @@ class HostScheduler(Generic[T]):
     """
 
     def __init__(
-        self, rule: GapRule, deadline: float, clock: Callable[[], float],
+        self,
+        rule: GapRule,
+        deadline: float,
+        clock: Callable[[], float],
         sleep: Callable[[threading.Condition, float], None] | None = None,
     ) -> None:
         self.rule = rule
@@ -97,12 +100,23 @@ class HostScheduler(Generic[T]):
         self._in_flight = 0
 
     def add_host(
-        self, name: str, ip: str, items: Iterable[T], not_before: float = 0.0,
-        gap_s: float | None = None, crawl_delay_s: float | None = None,
+        self,
+        name: str,
+        ip: str,
+        items: Iterable[T],
+        not_before: float = 0.0,
+        gap_s: float | None = None,
+        crawl_delay_s: float | None = None,
     ) -> None:
         with self._cond:
-            host = _Host(name, ip, deque(items), gap_s or self.rule.min_delay_s,
-                         max(not_before, self._clock()), crawl_delay_s)
+            host = _Host(
+                name,
+                ip,
+                deque(items),
+                gap_s or self.rule.min_delay_s,
+                max(not_before, self._clock()),
+                crawl_delay_s,
+            )
             self._hosts[name] = host
             self._ips.setdefault(ip, _Ip())
             if host.work:
@@ -146,8 +160,12 @@ class HostScheduler(Generic[T]):
                 return name, host.work.popleft()
 
     def release(
-        self, name: str, response_s: float, failed: bool = False,
-        retry_after_s: float | None = None, no_request: bool = False,
+        self,
+        name: str,
+        response_s: float,
+        failed: bool = False,
+        retry_after_s: float | None = None,
+        no_request: bool = False,
     ) -> float:
         """Finish a visit; returns the gap now in force for the host.
 

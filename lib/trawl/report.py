@@ -40,7 +40,9 @@ def _json_default(value: Any) -> Any:
 
 
 def emit(
-    rows: Sequence[Mapping[str, Any]], as_json: bool, title: str | None = None,
+    rows: Sequence[Mapping[str, Any]],
+    as_json: bool,
+    title: str | None = None,
     out: TextIO | None = None,
 ) -> None:
     """One JSON object per row with ``--json``; else a titled table."""

@@ -133,6 +133,9 @@ class _Group:
     delays: list[float] = field(default_factory=list)
 
 
+UNREACHABLE_REASONS = frozenset({"unreachable", "status_429", "status_5xx", "status_other"})
+
+
 class RobotsRules:
     """The robots.txt rules in force for one agent on one authority.
 
@@ -167,6 +170,13 @@ class RobotsRules:
     def source(self) -> str:
         """Alias of ``reason``."""
         return self.reason
+
+    @property
+    def unreachable(self) -> bool:
+        """True for the complete disallow of RFC 9309 2.3.1.4 (robots.txt could
+        not be fetched): the site is waited for, its URLs are not gone, and
+        such rules are never cached."""
+        return self.reason in UNREACHABLE_REASONS
 
     @classmethod
     def allow_all(cls, reason: str) -> RobotsRules:

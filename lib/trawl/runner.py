@@ -44,8 +44,12 @@ def run_inject(ctx: StageContext, seeds: Sequence[str]) -> dict[str, Any]:
     ensure_all(ctx.spark, ctx.root)
     report = inject(ctx, seeds)
     write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
-    return {"lines": report.lines, "accepted": report.accepted,
-            "duplicates": report.duplicates, "rejected": dict(report.rejected)}
+    return {
+        "lines": report.lines,
+        "accepted": report.accepted,
+        "duplicates": report.duplicates,
+        "rejected": dict(report.rejected),
+    }
 
 
 def run_generate(ctx: StageContext) -> dict[str, Any]:
@@ -54,11 +58,17 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
     write_segment_table(fetchlist, ctx.root, ctx.segment, "fetchlist")
     written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
     mark_generated(written, ctx)
-    stats = written.agg(F.count("*").alias("urls"), F.countDistinct("host").alias("hosts"),
-                        F.countDistinct("task").alias("tasks")).first()
+    stats = written.agg(
+        F.count("*").alias("urls"),
+        F.countDistinct("host").alias("hosts"),
+        F.countDistinct("task").alias("tasks"),
+    ).first()
     assert stats is not None
-    counters = [("generate/urls", stats["urls"]), ("generate/hosts", stats["hosts"]),
-                ("generate/tasks", stats["tasks"])]
+    counters = [
+        ("generate/urls", stats["urls"]),
+        ("generate/hosts", stats["hosts"]),
+        ("generate/tasks", stats["tasks"]),
+    ]
     write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
     return {"segment": ctx.segment, **stats.asDict()}
 
@@ -73,8 +83,9 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
         counters.append((f"fetch/{r['kind']}/{r['outcome'] or 'none'}", r["count"]))
     for r in rows.filter("http_status IS NOT NULL").groupBy("http_status").count().collect():
         counters.append((f"fetch/status/{r['http_status']}", r["count"]))
-    for r in rows.filter("robots_decision IS NOT NULL").groupBy("robots_decision").count()\
-            .collect():
+    for r in (
+        rows.filter("robots_decision IS NOT NULL").groupBy("robots_decision").count().collect()
+    ):
         counters.append((f"robots/{r['robots_decision']}", r["count"]))
     write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
@@ -86,6 +97,10 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
     ensure_all(ctx.spark, ctx.root)
     report = updatedb(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "updatedb", report.counters())
-    return {"segment": ctx.segment, "fetch_rows": report.fetched_rows,
-            "new_urls": report.new_urls, "hosts": report.hosts,
-            "rejected": dict(report.rejected)}
+    return {
+        "segment": ctx.segment,
+        "fetch_rows": report.fetched_rows,
+        "new_urls": report.new_urls,
+        "hosts": report.hosts,
+        "rejected": dict(report.rejected),
+    }

@@ -41,25 +41,39 @@ def crawl_stats(spark: SparkSession, root: str) -> dict[str, list[dict[str, Any]
     register_views(spark, root)
     q = spark.sql
     return {
-        "totals": [r.asDict() for r in q(
-            "SELECT count(*) AS urls, count(DISTINCT host) AS hosts, "
-            "count(DISTINCT domain) AS domains, sum(fetches) AS fetches FROM crawldb").collect()],
-        "by_status": [r.asDict() for r in q(
-            "SELECT status, count(*) AS urls FROM crawldb GROUP BY status "
-            "ORDER BY urls DESC").collect()],
-        "segments": [r.asDict() for r in q(
-            "SELECT segment, "
-            "sum(CASE WHEN name = 'generate/urls' THEN value END) AS generated, "
-            "sum(CASE WHEN name = 'fetch/page/success' THEN value END) AS fetched, "
-            "sum(CASE WHEN name LIKE 'fetch/page/%' AND name <> 'fetch/page/success' "
-            "THEN value END) AS other_outcomes, "
-            "sum(CASE WHEN name = 'robots/robots_denied' THEN value END) AS robots_denied, "
-            "sum(CASE WHEN name = 'updatedb/new_urls' THEN value END) AS new_urls "
-            "FROM counters GROUP BY segment ORDER BY segment").collect()],
+        "totals": [
+            r.asDict()
+            for r in q(
+                "SELECT count(*) AS urls, count(DISTINCT host) AS hosts, "
+                "count(DISTINCT domain) AS domains, sum(fetches) AS fetches FROM crawldb"
+            ).collect()
+        ],
+        "by_status": [
+            r.asDict()
+            for r in q(
+                "SELECT status, count(*) AS urls FROM crawldb GROUP BY status ORDER BY urls DESC"
+            ).collect()
+        ],
+        "segments": [
+            r.asDict()
+            for r in q(
+                "SELECT segment, "
+                "sum(CASE WHEN name = 'generate/urls' THEN value END) AS generated, "
+                "sum(CASE WHEN name = 'fetch/page/success' THEN value END) AS fetched, "
+                "sum(CASE WHEN name LIKE 'fetch/page/%' AND name <> 'fetch/page/success' "
+                "THEN value END) AS other_outcomes, "
+                "sum(CASE WHEN name = 'robots/robots_denied' THEN value END) AS robots_denied, "
+                "sum(CASE WHEN name = 'updatedb/new_urls' THEN value END) AS new_urls "
+                "FROM counters GROUP BY segment ORDER BY segment"
+            ).collect()
+        ],
     }
 
 
 def segment_outcomes(spark: SparkSession, root: str) -> list[dict[str, Any]]:
-    return [r.asDict() for r in spark.sql(
-        "SELECT segment, name, value FROM counters WHERE job = 'fetch' "
-        "ORDER BY segment, name").collect()]
+    return [
+        r.asDict()
+        for r in spark.sql(
+            "SELECT segment, name, value FROM counters WHERE job = 'fetch' ORDER BY segment, name"
+        ).collect()
+    ]

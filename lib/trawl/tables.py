@@ -82,12 +82,7 @@ def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> st
     schema = SEGMENT_TABLES[name]
     path = segment_path(root, segment, name)
     ordered = df.select(*[f.name for f in schema.fields])
-    (
-        ordered.write.format("delta")
-        .mode("overwrite")
-        .option("overwriteSchema", "true")
-        .save(path)
-    )
+    (ordered.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path))
     return path
 
 
@@ -105,12 +100,14 @@ def list_segments(spark: SparkSession, root: str) -> list[str]:
     """Segment ids under the root, oldest first (ids sort by time)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     path = jvm.org.apache.hadoop.fs.Path(f"{root.rstrip('/')}/segments")
     fs = path.getFileSystem(hadoop_conf)
     if not fs.exists(path):
         return []
-    return sorted(status.getPath().getName() for status in fs.listStatus(path) if status.isDirectory())
+    return sorted(
+        status.getPath().getName() for status in fs.listStatus(path) if status.isDirectory()
+    )
 
 
 def write_counters(

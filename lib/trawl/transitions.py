@@ -19,9 +19,7 @@ from trawl.status import TRANSITIONS, CrawlStatus, FetchOutcome, next_status
 Row = dict[str, Any]
 
 
-def apply_fetch(
-    old: Row, fetch: Row, at: datetime, segment: str, schedule: ScheduleConfig
-) -> Row:
+def apply_fetch(old: Row, fetch: Row, at: datetime, segment: str, schedule: ScheduleConfig) -> Row:
     """New crawldb row for ``old`` after ``fetch`` (both dicts of their schemas)."""
     if old.get("last_segment") == segment:
         return old  # already applied: idempotent re-run
@@ -75,4 +73,3 @@ def _interval(outcome: FetchOutcome, status: CrawlStatus, schedule: ScheduleConf
     if kind == "now":
         return 0.0
     return schedule.fetch_interval_s
-

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from trawl.config import Config
 from trawl.fetchtask import run_fetch_task
@@ -36,7 +36,7 @@ def fetch_partitions(
     tasks = max(1, cfg.fetch.tasks)
     names = FETCH_SCHEMA.fieldNames()
 
-    def run(task: int, rows: Iterator[Any]) -> Iterator[tuple[Any, ...]]:
+    def run(task: int, rows: Iterable[tuple[int, Row]]) -> Iterator[tuple[Any, ...]]:
         items: Iterable[dict[str, Any]] = [row.asDict() for _, row in rows]
         remaining = max(0.0, deadline - time.time())
         for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining):

@@ -31,8 +31,10 @@ def effective_policy(policy: DataFrame, ctx: StageContext) -> DataFrame:
     now = F.lit(ctx.at).cast("timestamp")
     return rows.filter("rn = 1").select(
         F.col("target").alias("host"),
-        (F.coalesce(F.col("blocked"), F.lit(False))
-         | (F.coalesce(F.col("paused_until"), F.lit(None)) > now)).alias("policy_blocked"),
+        (
+            F.coalesce(F.col("blocked"), F.lit(False))
+            | (F.coalesce(F.col("paused_until"), F.lit(None)) > now)
+        ).alias("policy_blocked"),
         F.col("min_delay_s").alias("policy_min_delay_s"),
         F.col("max_pages_per_cycle").alias("policy_max_pages"),
     )
@@ -57,8 +59,15 @@ def select_fetchlist(
     """The segment's fetch list, without the task column (see ``assign``)."""
     g, p = ctx.cfg.generate, ctx.cfg.politeness
     hosts = hostdb.select(
-        "host", F.col("ip").alias("host_ip"), "delay_s", "crawl_delay_s", "robots_url",
-        "robots_status", "robots_http_status", "robots_body", "robots_fetched_at",
+        "host",
+        F.col("ip").alias("host_ip"),
+        "delay_s",
+        "crawl_delay_s",
+        "robots_url",
+        "robots_status",
+        "robots_http_status",
+        "robots_body",
+        "robots_fetched_at",
         "backoff_until",
     )
     due = (
@@ -66,8 +75,10 @@ def select_fetchlist(
         .join(hosts, "host", "left")
         .join(effective_policy(policy, ctx), "host", "left")
         .filter(~F.coalesce(F.col("policy_blocked"), F.lit(False)))
-        .filter(F.col("backoff_until").isNull()
-                | (F.col("backoff_until") <= F.lit(ctx.at).cast("timestamp")))
+        .filter(
+            F.col("backoff_until").isNull()
+            | (F.col("backoff_until") <= F.lit(ctx.at).cast("timestamp"))
+        )
     )
     robots_cap = float(ctx.cfg.robots.max_crawl_delay_s)
     gap = F.greatest(
@@ -79,21 +90,41 @@ def select_fetchlist(
     # Hosts that share an address share one clock, so they share the budget:
     # the group is the known IP, else the host alone.
     group = F.coalesce(F.col("host_ip"), F.col("host"))
-    cap = F.least(F.lit(g.max_per_host), (F.lit(g.fetch_window_s) / gap).cast("int") + 1,
-                  F.coalesce(F.col("policy_max_pages"), F.lit(g.max_per_host)))
+    cap = F.least(
+        F.lit(g.max_per_host),
+        (F.lit(g.fetch_window_s) / gap).cast("int") + 1,
+        F.coalesce(F.col("policy_max_pages"), F.lit(g.max_per_host)),
+    )
     by_group = Window.partitionBy("group").orderBy(F.col("score").desc(), "url_fp")
     ranked = (
-        due.withColumn("gap", gap).withColumn("group", group)
+        due.withColumn("gap", gap)
+        .withColumn("group", group)
         .withColumn("group_cap", F.min(cap).over(Window.partitionBy("group")))
         .withColumn("rank_in_group", F.row_number().over(by_group))
         .filter(F.col("rank_in_group") <= F.col("group_cap"))
     )
     top = ranked.orderBy(F.col("score").desc(), "url_fp").limit(g.top_n)
     return top.select(
-        "url", "url_fp", "host", "host_bucket", F.col("host_ip").alias("ip"), "group", "gap",
-        "score", "depth", F.col("status").alias("prev_status"), "etag", "last_modified",
-        "content_sha256", "delay_s", "crawl_delay_s", "robots_url", "robots_status",
-        "robots_http_status", "robots_body", "robots_fetched_at",
+        "url",
+        "url_fp",
+        "host",
+        "host_bucket",
+        F.col("host_ip").alias("ip"),
+        "group",
+        "gap",
+        "score",
+        "depth",
+        F.col("status").alias("prev_status"),
+        "etag",
+        "last_modified",
+        "content_sha256",
+        "delay_s",
+        "crawl_delay_s",
+        "robots_url",
+        "robots_status",
+        "robots_http_status",
+        "robots_body",
+        "robots_fetched_at",
     )
 
 
@@ -112,16 +143,19 @@ def mark_generated(fetchlist: DataFrame, ctx: StageContext) -> None:
         return
     bucket_list = ", ".join(str(int(b)) for b in sorted(buckets))
     (
-        delta_table(ctx.spark, ctx.root, "crawldb").alias("t")
+        delta_table(ctx.spark, ctx.root, "crawldb")
+        .alias("t")
         .merge(
             fetchlist.select("host_bucket", "url_fp", "url").alias("s"),
             f"t.host_bucket IN ({bucket_list}) AND t.host_bucket = s.host_bucket "
             "AND t.url_fp = s.url_fp AND t.url = s.url",
         )
-        .whenMatchedUpdate(set={
-            "generated_segment": F.lit(ctx.segment),
-            "generated_at": F.lit(ctx.at).cast("timestamp"),
-        })
+        .whenMatchedUpdate(
+            set={
+                "generated_segment": F.lit(ctx.segment),
+                "generated_at": F.lit(ctx.at).cast("timestamp"),
+            }
+        )
         .execute()
     )
 
@@ -129,7 +163,9 @@ def mark_generated(fetchlist: DataFrame, ctx: StageContext) -> None:
 def generate(ctx: StageContext) -> DataFrame:
     spark, root = ctx.spark, ctx.root
     chosen = select_fetchlist(
-        read_table(spark, root, "crawldb"), read_table(spark, root, "hostdb"),
-        read_table(spark, root, "policy"), ctx,
+        read_table(spark, root, "crawldb"),
+        read_table(spark, root, "hostdb"),
+        read_table(spark, root, "policy"),
+        ctx,
     ).cache()
     return assign(chosen, ctx)

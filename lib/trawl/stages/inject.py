@@ -21,8 +21,11 @@ from trawl.tables import delta_table, read_table
 
 # Candidate rows carry the crawldb columns plus a rejection reason.
 CANDIDATE_SCHEMA = StructType(
-    [*CRAWLDB_SCHEMA.fields, StructField("rejected", StringType(), True),
-     StructField("raw", StringType(), True)]
+    [
+        *CRAWLDB_SCHEMA.fields,
+        StructField("rejected", StringType(), True),
+        StructField("raw", StringType(), True),
+    ]
 )
 
 
@@ -34,8 +37,11 @@ class InjectReport:
     rejected: dict[str, int] = field(default_factory=dict)
 
     def counters(self) -> list[tuple[str, int]]:
-        out = [("inject/lines", self.lines), ("inject/accepted", self.accepted),
-               ("inject/duplicates", self.duplicates)]
+        out = [
+            ("inject/lines", self.lines),
+            ("inject/accepted", self.accepted),
+            ("inject/duplicates", self.duplicates),
+        ]
         out += [(f"inject/rejected/{k}", v) for k, v in sorted(self.rejected.items())]
         return out
 
@@ -55,8 +61,17 @@ def seed_candidates(ctx: StageContext, lines: DataFrame) -> DataFrame:
                 continue
             if seed is None:
                 continue
-            record, reason = admit(seed.url, cfg, flt, source="seed", depth=0,
-                                   score=seed.score, at=at, segment=segment, reason=seed.reason)
+            record, reason = admit(
+                seed.url,
+                cfg,
+                flt,
+                source="seed",
+                depth=0,
+                score=seed.score,
+                at=at,
+                segment=segment,
+                reason=seed.reason,
+            )
             yield {**(record or {}), "rejected": reason, "raw": seed.url}
 
     return map_records(lines, fn, CANDIDATE_SCHEMA)
@@ -78,14 +93,20 @@ def inject(ctx: StageContext, seed_paths: Sequence[str]) -> InjectReport:
     )
     buckets = [r[0] for r in accepted.select("host_bucket").distinct().collect()]
     existing = read_table(spark, ctx.root, "crawldb").filter(F.col("host_bucket").isin(buckets))
-    new = accepted.join(existing.select("host_bucket", "url_fp", "url"),
-                        ["host_bucket", "url_fp", "url"], "left_anti").cache()
+    new = accepted.join(
+        existing.select("host_bucket", "url_fp", "url"),
+        ["host_bucket", "url_fp", "url"],
+        "left_anti",
+    ).cache()
     report.accepted = new.count()
     report.duplicates = report.lines - sum(report.rejected.values()) - report.accepted
     (
-        delta_table(spark, ctx.root, "crawldb").alias("t")
-        .merge(new.alias("s"),
-               "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url")
+        delta_table(spark, ctx.root, "crawldb")
+        .alias("t")
+        .merge(
+            new.alias("s"),
+            "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
+        )
         .whenNotMatchedInsertAll()
         .execute()
     )

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -42,8 +42,11 @@ class UpdateReport:
     hosts: int = 0
 
     def counters(self) -> list[tuple[str, int]]:
-        out = [("updatedb/fetch_rows", self.fetched_rows), ("updatedb/new_urls", self.new_urls),
-               ("updatedb/hosts", self.hosts)]
+        out = [
+            ("updatedb/fetch_rows", self.fetched_rows),
+            ("updatedb/new_urls", self.new_urls),
+            ("updatedb/hosts", self.hosts),
+        ]
         return out + [(f"updatedb/rejected/{k}", v) for k, v in sorted(self.rejected.items())]
 
 
@@ -72,18 +75,27 @@ def discovered_links(pages: DataFrame) -> DataFrame:
         .withColumn("n", F.size("outlinks"))
         .select("depth", "n", F.explode("outlinks").alias("link"))
         .filter(~F.coalesce(F.col("link.nofollow"), F.lit(False)))
-        .select(F.col("link.url").alias("url"), (F.col("depth") + 1).alias("depth"),
-                (F.lit(1.0) / F.col("n")).alias("score"), F.lit("outlink").alias("source"))
+        .select(
+            F.col("link.url").alias("url"),
+            (F.col("depth") + 1).alias("depth"),
+            (F.lit(1.0) / F.col("n")).alias("score"),
+            F.lit("outlink").alias("source"),
+        )
     )
     redirects = pages.filter(F.col("redirect_to").isNotNull()).select(
-        F.col("redirect_to").alias("url"), F.col("depth"), F.lit(1.0).alias("score"),
+        F.col("redirect_to").alias("url"),
+        F.col("depth"),
+        F.lit(1.0).alias("score"),
         F.lit("redirect").alias("source"),
     )
     return (
         links.unionByName(redirects)
         .groupBy("url")
-        .agg(F.min("depth").alias("depth"), F.sum("score").alias("score"),
-             F.min("source").alias("source"))
+        .agg(
+            F.min("depth").alias("depth"),
+            F.sum("score").alias("score"),
+            F.min("source").alias("source"),
+        )
     )
 
 
@@ -93,9 +105,16 @@ def admitted_links(links: DataFrame, ctx: StageContext) -> DataFrame:
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         flt = url_filter(cfg)
         for row in rows:
-            record, reason = admit(row["url"], cfg, flt, source=row["source"],
-                                   depth=row["depth"] or 0, score=row["score"] or 0.0,
-                                   at=at, segment=segment)
+            record, reason = admit(
+                row["url"],
+                cfg,
+                flt,
+                source=row["source"],
+                depth=row["depth"] or 0,
+                score=row["score"] or 0.0,
+                at=at,
+                segment=segment,
+            )
             yield {**(record or {}), "rejected": reason, "raw": row["url"]}
 
     return map_records(links, fn, CANDIDATE_SCHEMA)
@@ -104,22 +123,29 @@ def admitted_links(links: DataFrame, ctx: StageContext) -> DataFrame:
 def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFrame:
     """hostdb rows for every host the segment visited, through ``merge_host``."""
     visit = F.struct("fetched_at", "outcome", "delay_s", "elapsed_s", "ip")
-    pages = fetch.filter(F.col("kind") == "page").groupBy("host").agg(
-        F.sort_array(F.collect_list(visit)).alias("visits"))
-    robots = fetch.filter(F.col("kind") == "robots").groupBy("host").agg(
-        F.max_by(F.struct(*fetch.columns), "fetched_at").alias("robots"))
+    pages = (
+        fetch.filter(F.col("kind") == "page")
+        .groupBy("host")
+        .agg(F.sort_array(F.collect_list(visit)).alias("visits"))
+    )
+    robots = (
+        fetch.filter(F.col("kind") == "robots")
+        .groupBy("host")
+        .agg(F.max_by(F.struct(*fetch.columns), "fetched_at").alias("robots"))
+    )
     per_host = pages.join(robots, "host", "full")
-    joined = per_host.join(hostdb.select("host", F.struct(*HOSTDB_SCHEMA.fieldNames())
-                                         .alias("old")), "host", "left")
+    joined = per_host.join(
+        hostdb.select("host", F.struct(*HOSTDB_SCHEMA.fieldNames()).alias("old")), "host", "left"
+    )
     at, segment, buckets = ctx.at, ctx.segment, ctx.cfg.crawl.host_buckets
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for row in rows:
             host = row["host"]
-            base = {"host_bucket": host_bucket(host, buckets),
-                    "domain": registered_domain(host)}
-            new = merge_host(row["old"], host, row["visits"] or [], row["robots"], at,
-                             segment, base)
+            base = {"host_bucket": host_bucket(host, buckets), "domain": registered_domain(host)}
+            new = merge_host(
+                row["old"], host, row["visits"] or [], row["robots"], at, segment, base
+            )
             if new is not row["old"]:
                 yield new
 
@@ -133,17 +159,20 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     report = UpdateReport(fetched_rows=pages.count())
 
     candidates = admitted_links(discovered_links(pages), ctx).cache()
-    for row in candidates.filter(F.col("rejected").isNotNull()).groupBy("rejected").count()\
-            .collect():
+    for row in (
+        candidates.filter(F.col("rejected").isNotNull()).groupBy("rejected").count().collect()
+    ):
         report.rejected[row["rejected"]] = row["count"]
     admitted = candidates.filter(F.col("rejected").isNull()).select(*CRAWLDB_COLS)
 
     buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
     buckets |= {r[0] for r in admitted.select("host_bucket").distinct().collect()}
     touched = read_table(spark, root, "crawldb").filter(f"host_bucket IN {sql_in(buckets)}")
-    new = admitted.join(touched.select("host_bucket", "url_fp", "url"),
-                        ["host_bucket", "url_fp", "url"], "left_anti").withColumn("_op",
-                                                                                   F.lit("insert"))
+    new = admitted.join(
+        touched.select("host_bucket", "url_fp", "url"),
+        ["host_bucket", "url_fp", "url"],
+        "left_anti",
+    ).withColumn("_op", F.lit("insert"))
     changes = updated_rows(touched, pages, ctx).unionByName(new).cache()
     report.new_urls = changes.filter("_op = 'insert'").count()
     merge_crawldb(changes, buckets, ctx)
@@ -157,12 +186,15 @@ def updatedb(ctx: StageContext) -> UpdateReport:
 
 
 def merge_crawldb(changes: DataFrame, buckets: set[int], ctx: StageContext) -> None:
-    assignments = {c: f"s.{c}" for c in CRAWLDB_COLS}
+    assignments: dict[str, str | Column] = {c: f"s.{c}" for c in CRAWLDB_COLS}
     (
-        delta_table(ctx.spark, ctx.root, "crawldb").alias("t")
-        .merge(changes.alias("s"),
-               f"t.host_bucket IN {sql_in(buckets)} AND t.host_bucket = s.host_bucket "
-               "AND t.url_fp = s.url_fp AND t.url = s.url")
+        delta_table(ctx.spark, ctx.root, "crawldb")
+        .alias("t")
+        .merge(
+            changes.alias("s"),
+            f"t.host_bucket IN {sql_in(buckets)} AND t.host_bucket = s.host_bucket "
+            "AND t.url_fp = s.url_fp AND t.url = s.url",
+        )
         .whenMatchedUpdate(condition="s._op = 'update'", set=assignments)
         .whenNotMatchedInsert(condition="s._op = 'insert'", values=assignments)
         .execute()
@@ -170,9 +202,10 @@ def merge_crawldb(changes: DataFrame, buckets: set[int], ctx: StageContext) -> N
 
 
 def merge_hostdb(hosts: DataFrame, ctx: StageContext) -> None:
-    assignments = {c: f"s.{c}" for c in HOSTDB_SCHEMA.fieldNames()}
+    assignments: dict[str, str | Column] = {c: f"s.{c}" for c in HOSTDB_SCHEMA.fieldNames()}
     (
-        delta_table(ctx.spark, ctx.root, "hostdb").alias("t")
+        delta_table(ctx.spark, ctx.root, "hostdb")
+        .alias("t")
         .merge(hosts.alias("s"), "t.host_bucket = s.host_bucket AND t.host = s.host")
         .whenMatchedUpdate(set=assignments)
         .whenNotMatchedInsert(values=assignments)

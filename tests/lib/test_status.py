@@ -1,0 +1,155 @@
+"""Tests for trawl.status: the crawldb transition matrix, after Nutch's TestCrawlDbStates.
+
+The expected table is written out here by hand (not derived from
+``TRANSITIONS``), so a change to the rules has to change this file too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.status import CrawlStatus, FetchOutcome, next_status, outcome_for_http
+
+S = CrawlStatus
+O = FetchOutcome  # noqa: E741 - short column names keep the matrix readable
+
+# Column order of the matrix below.
+COLUMNS = (
+    O.SUCCESS,
+    O.NOTMODIFIED,
+    O.REDIR_PERM,
+    O.REDIR_TEMP,
+    O.GONE,
+    O.RETRY,
+    O.ROBOTS_DENIED,
+    O.BLOCKED,
+    O.NOT_REACHED,
+    O.DEFERRED,
+)
+
+# Every row starts from retries=1 with max_retries=3: RETRY counts up to 2 and
+# keeps the old status, NOT_REACHED and DEFERRED keep status and retries,
+# everything else sets its own status and resets retries to 0.
+# fmt: off
+MATRIX: dict[CrawlStatus, tuple[tuple[CrawlStatus, int], ...]] = {
+    S.UNFETCHED: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.UNFETCHED, 2), (S.GONE, 0), (S.GONE, 0), (S.UNFETCHED, 1), (S.UNFETCHED, 1),
+    ),
+    S.FETCHED: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.FETCHED, 2), (S.GONE, 0), (S.GONE, 0), (S.FETCHED, 1), (S.FETCHED, 1),
+    ),
+    S.NOTMODIFIED: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.NOTMODIFIED, 2), (S.GONE, 0), (S.GONE, 0), (S.NOTMODIFIED, 1), (S.NOTMODIFIED, 1),
+    ),
+    S.GONE: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.GONE, 2), (S.GONE, 0), (S.GONE, 0), (S.GONE, 1), (S.GONE, 1),
+    ),
+    S.REDIR_TEMP: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.REDIR_TEMP, 2), (S.GONE, 0), (S.GONE, 0), (S.REDIR_TEMP, 1), (S.REDIR_TEMP, 1),
+    ),
+    S.REDIR_PERM: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.REDIR_PERM, 2), (S.GONE, 0), (S.GONE, 0), (S.REDIR_PERM, 1), (S.REDIR_PERM, 1),
+    ),
+    S.DUPLICATE: (
+        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
+        (S.DUPLICATE, 2), (S.GONE, 0), (S.GONE, 0), (S.DUPLICATE, 1), (S.DUPLICATE, 1),
+    ),
+}
+# fmt: on
+
+CASES = [
+    pytest.param(old, outcome, expected, id=f"{old.value}+{outcome.value}")
+    for old, row in MATRIX.items()
+    for outcome, expected in zip(COLUMNS, row, strict=True)
+]
+
+
+def test_matrix_covers_every_status_and_outcome() -> None:
+    assert set(MATRIX) == set(CrawlStatus)
+    assert set(COLUMNS) == set(FetchOutcome)
+    assert len(COLUMNS) == len(FetchOutcome)
+
+
+@pytest.mark.parametrize(("old", "outcome", "expected"), CASES)
+def test_transition_matrix(
+    old: CrawlStatus, outcome: FetchOutcome, expected: tuple[CrawlStatus, int]
+) -> None:
+    status, retries = next_status(old, outcome, retries=1, max_retries=3)
+    assert (status, retries) == expected
+    assert isinstance(status, CrawlStatus)
+
+
+@pytest.mark.parametrize("old", [S.UNFETCHED, S.FETCHED, S.NOTMODIFIED])
+def test_retries_count_up_to_max_then_gone(old: CrawlStatus) -> None:
+    status, retries = old, 0
+    seen = []
+    for _ in range(5):
+        status, retries = next_status(status, O.RETRY, retries, max_retries=3)
+        seen.append((status, retries))
+    assert seen == [(old, 1), (old, 2), (old, 3), (S.GONE, 4), (S.GONE, 5)]
+
+
+def test_max_retries_zero_gives_up_at_once() -> None:
+    assert next_status(S.FETCHED, O.RETRY, 0, max_retries=0) == (S.GONE, 1)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [
+        (O.SUCCESS, (S.FETCHED, 0)),
+        (O.GONE, (S.GONE, 0)),
+        (O.NOTMODIFIED, (S.NOTMODIFIED, 0)),
+        (O.NOT_REACHED, (S.FETCHED, 3)),  # released: nothing learnt, count kept
+        (O.DEFERRED, (S.FETCHED, 3)),
+    ],
+)
+def test_other_outcomes_reset_or_keep_retry_count(
+    outcome: FetchOutcome, expected: tuple[CrawlStatus, int]
+) -> None:
+    assert next_status(S.FETCHED, outcome, 3, max_retries=3) == expected
+
+
+def test_not_reached_never_gives_up() -> None:
+    status, retries = S.UNFETCHED, 3
+    for _ in range(10):
+        status, retries = next_status(status, O.NOT_REACHED, retries, max_retries=3)
+    assert (status, retries) == (S.UNFETCHED, 3)
+
+
+def test_statuses_are_stored_as_lowercase_names() -> None:
+    assert {s.value for s in CrawlStatus} == {s.name.lower() for s in CrawlStatus}
+    assert S.FETCHED == "fetched"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (200, O.SUCCESS),
+        (204, O.SUCCESS),
+        (206, O.SUCCESS),
+        (299, O.SUCCESS),
+        (304, O.NOTMODIFIED),
+        (301, O.REDIR_PERM),
+        (308, O.REDIR_PERM),
+        (302, O.REDIR_TEMP),
+        (303, O.REDIR_TEMP),
+        (307, O.REDIR_TEMP),
+        (404, O.GONE),
+        (410, O.GONE),
+        (403, O.GONE),
+        (401, O.GONE),
+        (408, O.RETRY),
+        (429, O.RETRY),
+        (500, O.RETRY),
+        (503, O.RETRY),
+        (599, O.RETRY),
+    ],
+)
+def test_outcome_for_http(code: int, expected: FetchOutcome) -> None:
+    assert outcome_for_http(code) is expected
