@@ -1,0 +1,160 @@
+"""The whole cycle on Spark + Delta against the test web (one shared crawl).
+
+A module-scoped crawl: inject the test web's seeds, run two cycles, then
+check what an operator relies on: politeness and robots from the test web's
+own access log, idempotent inject / generate / updatedb, host groups kept in
+one task, WARC records where the fetch table says they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+from warcio.archiveiterator import ArchiveIterator
+
+from trawl.config import Config, load_config
+from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
+from trawl.stages.common import StageContext
+from trawl.tables import read_segment_table, read_table, segment_path
+from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
+
+AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+MIN_DELAY = 0.1
+
+
+@dataclass
+class Crawl:
+    spark: Any
+    cfg: Config
+    root: str
+    web: TestWeb
+    model: WebModel
+    segments: list[str]
+    results: list[dict[str, Any]]
+
+    def ctx(self, i: int) -> StageContext:
+        at = AT + timedelta(hours=i)
+        return StageContext(self.spark, self.cfg, self.root, segment_id(at), at)
+
+
+@pytest.fixture(scope="module")
+def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
+    out = tmp_path_factory.mktemp("cycle")
+    model = WebModel.generate(3, hosts=16, ips=4, pages_per_host=(3, 10))
+    with TestWeb(model, out / "web", n_seeds=16) as web:
+        cfg = load_config(None, [
+            f"dns.hosts_file={web.hosts_file}",
+            'fetch.allow_networks=["127.0.0.0/8"]',
+            f"politeness.min_delay_s={MIN_DELAY}",
+            "politeness.delay_factor=2.0",
+            "fetch.time_limit_s=60",
+            "generate.max_per_host=6",
+            "crawl.host_buckets=4",
+        ])
+        state = Crawl(spark, cfg, str(out / "crawl"), web, model, [], [])
+        state.results.append(run_inject(state.ctx(0), [str(web.seeds_file)]))
+        for i in range(2):
+            ctx = state.ctx(i)
+            state.segments.append(ctx.segment)
+            state.results.append(run_generate(ctx))
+            state.results.append(run_fetch(ctx))
+            state.results.append(run_updatedb(ctx))
+        yield state
+
+
+def test_the_crawl_fetches_pages_and_discovers_new_urls(crawl: Crawl) -> None:
+    fetched = read_table(crawl.spark, crawl.root, "crawldb").filter("status = 'fetched'").count()
+    assert fetched >= 16
+    assert crawl.results[3]["new_urls"] > 0  # updatedb of cycle 1 found outlinks
+
+
+def test_politeness_from_the_access_log(crawl: Crawl) -> None:
+    audit = politeness_audit(crawl.web.access_log, MIN_DELAY)
+    assert audit.requests > 30
+    assert audit.hosts_with_overlap == 0
+    assert audit.max_in_flight_per_ip == 1
+    assert audit.gaps_below_min == 0
+
+
+def test_no_request_for_a_robots_disallowed_url(crawl: Crawl) -> None:
+    assert robots_audit(crawl.web.access_log, crawl.model, crawl.cfg.http.agent_name) == []
+    fetch = read_segment_table(crawl.spark, crawl.root, crawl.segments[1], "fetch")
+    assert fetch.filter("outcome = 'robots_denied'").count() + fetch.filter(
+        "outcome = 'deferred'").count() > 0
+
+
+def test_inject_twice_adds_nothing(crawl: Crawl) -> None:
+    again = run_inject(crawl.ctx(0), [str(crawl.web.seeds_file)])
+    assert again["accepted"] == 0
+    assert again["duplicates"] == crawl.results[0]["accepted"]
+
+
+def test_updatedb_twice_leaves_crawldb_and_hostdb_unchanged(crawl: Crawl) -> None:
+    before = read_table(crawl.spark, crawl.root, "crawldb").collect()
+    hosts_before = read_table(crawl.spark, crawl.root, "hostdb").collect()
+    run_updatedb(crawl.ctx(1))
+    assertDataFrameEqual(read_table(crawl.spark, crawl.root, "crawldb").collect(), before)
+    assertDataFrameEqual(read_table(crawl.spark, crawl.root, "hostdb").collect(), hosts_before)
+
+
+def test_generate_caps_hosts_and_keeps_shared_ips_in_one_task(crawl: Crawl) -> None:
+    fetchlist = read_segment_table(crawl.spark, crawl.root, crawl.segments[1], "fetchlist")
+    rows = fetchlist.collect()
+    per_ip: dict[str, int] = {}
+    tasks_per_ip: dict[str, set[int]] = {}
+    for row in rows:
+        key = row["ip"] or row["host"]
+        per_ip[key] = per_ip.get(key, 0) + 1
+        tasks_per_ip.setdefault(key, set()).add(row["task"])
+    assert rows and max(per_ip.values()) <= 6  # generate.max_per_host, shared per IP
+    assert all(len(tasks) == 1 for tasks in tasks_per_ip.values())
+    assert any(row["ip"] for row in rows)  # hostdb knew the addresses in cycle 2
+
+
+def test_fetched_urls_are_released_and_rescheduled(crawl: Crawl) -> None:
+    crawldb = read_table(crawl.spark, crawl.root, "crawldb")
+    assert crawldb.filter(f"generated_segment = '{crawl.segments[0]}'").count() == 0
+    row = crawldb.filter("status = 'fetched'").first()
+    assert row is not None
+    assert row["next_fetch_at"].replace(tzinfo=UTC) > AT + timedelta(days=29)
+    assert row["content_sha256"] and row["fetches"] >= 1
+
+
+def test_warc_records_are_where_the_fetch_table_says(crawl: Crawl) -> None:
+    fetch = read_segment_table(crawl.spark, crawl.root, crawl.segments[0], "fetch")
+    row = fetch.filter("outcome = 'success' AND kind = 'page'").first()
+    assert row is not None
+    path = Path(segment_path(crawl.root, crawl.segments[0], "warc")) / row["warc_file"]
+    with path.open("rb") as fh:
+        fh.seek(row["warc_offset"])
+        record = next(iter(ArchiveIterator(fh)))
+        assert record.rec_type == "response"
+        assert record.rec_headers.get_header("WARC-Target-URI") == row["url"]
+
+
+def test_hostdb_keeps_robots_and_delay_state(crawl: Crawl) -> None:
+    hosts = {r["host"]: r for r in read_table(crawl.spark, crawl.root, "hostdb").collect()}
+    assert len(hosts) >= 16
+    for info in crawl.model.hosts:
+        row = hosts.get(info.name)
+        if row is None:
+            continue
+        assert row["delay_s"] is None or row["delay_s"] >= MIN_DELAY
+        if info.robots_status >= 500:
+            assert row["robots_status"] == "status_5xx"
+    assert any(r["robots_status"] == "parsed" for r in hosts.values())
+
+
+def test_counters_are_written_per_segment(crawl: Crawl) -> None:
+    counters = read_table(crawl.spark, crawl.root, "counters")
+    names = {r["name"] for r in counters.filter(f"segment = '{crawl.segments[0]}'").collect()}
+    assert {"generate/urls", "fetch/page/success", "updatedb/new_urls"} <= names
+    lines = Path(crawl.web.access_log).read_text().splitlines()
+    assert all(json.loads(line)["user_agent"].startswith("trawl/") for line in lines)

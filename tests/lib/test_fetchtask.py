@@ -1,0 +1,246 @@
+"""Tests for trawl.fetchtask (+ trawl.fetcher) against the real test web on loopback.
+
+A small synthetic web (12 hosts on 3 loopback addresses, one host whose
+robots.txt answers 5xx, hosts with robots rules for ``*`` and for our agent,
+404/410/500/301 pages) is served by ``trawl.testweb``; a fetch task crawls
+every page of it, and the access log is audited for politeness and robots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from trawl import urlnorm
+from trawl.config import Config, load_config
+from trawl.fetchtask import run_fetch_task
+from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
+
+SEED = 34  # 12 hosts / 3 IPs: one 5xx robots.txt, no slow host, no Crawl-delay
+MIN_GAP = 0.05
+AGENT = "trawl"
+
+
+@pytest.fixture(scope="module")
+def model() -> WebModel:
+    m = WebModel.generate(SEED, hosts=12, ips=3, pages_per_host=(5, 15))
+    # The properties the tests below rely on (a different generator would need a new seed).
+    assert not any(h.slow or h.crawl_delay for h in m.hosts)
+    assert any(h.robots_status >= 500 for h in m.hosts)
+    assert any(m.is_disallowed(h.name, p.path) for h in m.hosts for p in h.pages)
+    assert {p.status for h in m.hosts for p in h.pages} >= {200, 301, 404, 410, 500}
+    return m
+
+
+def config(web: TestWeb, *extra: str, allow: bool = True) -> Config:
+    overrides = [
+        f"dns.hosts_file={web.hosts_file}",
+        f"politeness.min_delay_s={MIN_GAP}",
+        "fetch.threads_per_task=8",
+    ]
+    if allow:
+        overrides.append('fetch.allow_networks=["127.0.0.0/8"]')
+    return load_config(None, [*overrides, *extra], environ={})
+
+
+def items_for(model: WebModel, port: int) -> list[dict[str, Any]]:
+    out = []
+    for host in model.hosts:
+        for page in host.pages:
+            url = urlnorm.normalize(f"http://{host.name}:{port}{page.path}")
+            out.append(
+                {
+                    "url": url,
+                    "url_fp": urlnorm.url_fingerprint(url),
+                    "host": host.name,
+                    "host_bucket": urlnorm.host_bucket(host.name, 8),
+                    "task": 0,
+                    "depth": 1,
+                    "etag": None,
+                    "last_modified": None,
+                    "delay_s": None,
+                    "crawl_delay_s": None,
+                    "robots_url": None,
+                    "robots_status": None,
+                    "robots_http_status": None,
+                    "robots_body": None,
+                    "robots_fetched_at": None,
+                }
+            )
+    return out
+
+
+def expected_outcome(model: WebModel, host: str, path: str) -> str:
+    info = model.host(host)
+    assert info is not None
+    if info.robots_status >= 500:
+        return "deferred"
+    if model.is_disallowed(host, path, AGENT):
+        return "robots_denied"
+    status = model.expected_status(host, path)
+    return {200: "success", 301: "redir_perm", 404: "gone", 410: "gone", 500: "retry"}[status]
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def page_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    pages = [r for r in rows if r["kind"] == "page"]
+    counts = Counter(r["url"] for r in pages)
+    assert not [u for u, n in counts.items() if n != 1], "a URL came out more than once"
+    return {r["url"]: r for r in pages}
+
+
+def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path) -> None:
+    with TestWeb(model, tmp_path / "web") as web:
+        items = items_for(model, web.port)
+        cfg = config(web)
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, str(tmp_path / "warc"), time_limit_s=60))
+        port = web.port
+    log = read_log(web.access_log)
+
+    # exactly one page row per input URL, with the item's keys carried over
+    by_url = page_rows(rows)
+    assert set(by_url) == {i["url"] for i in items}
+    for item in items:
+        row = by_url[item["url"]]
+        assert (row["url_fp"], row["host"], row["task"]) == (item["url_fp"], item["host"], 0)
+
+    # every outcome as the model says
+    got = {u: r["outcome"] for u, r in by_url.items()}
+    want = {
+        u: expected_outcome(model, urlnorm.host_of(u), "/" + u.split("/", 3)[3]) for u in by_url
+    }
+    assert got == want
+    assert set(got.values()) >= {"success", "gone", "retry", "redir_perm", "robots_denied"}
+    assert "deferred" in got.values()
+
+    # robots.txt asked once per host, and never a disallowed path
+    assert robots_audit(web.access_log, model, AGENT) == []
+    robots_requests = Counter(r["host"] for r in log if r["path"] == "/robots.txt")
+    assert robots_requests == Counter(h.name for h in model.hosts)
+    assert sum(1 for r in rows if r["kind"] == "robots") == len(model.hosts)
+    assert all(r["user_agent"].startswith("trawl/") for r in log)
+
+    # a 5xx robots.txt: nothing else requested from that host
+    unreachable = {h.name for h in model.hosts if h.robots_status >= 500}
+    assert [r for r in log if r["host"] in unreachable and r["path"] != "/robots.txt"] == []
+    for row in by_url.values():
+        if row["host"] in unreachable:
+            assert row["robots_decision"] == "robots_unreachable"
+
+    # each page requested exactly once if it was to be requested at all
+    requested = Counter((r["host"], r["path"]) for r in log if r["path"] != "/robots.txt")
+    asked = {
+        (r["host"], "/" + u.split("/", 3)[3])
+        for u, r in by_url.items()
+        if r["outcome"] in ("success", "gone", "retry", "redir_perm")
+    }
+    assert set(requested) == asked
+    assert set(requested.values()) == {1}
+
+    # politeness: one request at a time per host and per address, gaps >= min
+    audit = politeness_audit(web.access_log, MIN_GAP, model=model)
+    assert audit.requests == len(log)
+    assert audit.hosts_with_overlap == 0
+    assert audit.max_in_flight_per_host == 1
+    assert audit.max_in_flight_per_ip == 1
+    assert audit.gaps_below_min == 0, audit
+    assert audit.min_gap_s is not None
+    assert audit.min_gap_s >= MIN_GAP - audit.tolerance_s
+
+    # redirects and errors
+    for url, row in by_url.items():
+        host, path = row["host"], "/" + url.split("/", 3)[3]
+        page = model.host(host).page(path)  # type: ignore[union-attr]
+        assert page is not None
+        if row["outcome"] == "redir_perm":
+            assert row["http_status"] == 301
+            assert row["redirect_to"] == urlnorm.normalize(
+                f"http://{host}:{port}{page.redirect_to}"
+            )
+        elif row["outcome"] == "gone":
+            assert row["http_status"] in (404, 410)
+        elif row["outcome"] == "retry":
+            assert row["http_status"] == 500
+
+    # success rows: digest, WARC position, absolute normalised outlinks
+    successes = [r for r in by_url.values() if r["outcome"] == "success"]
+    for row in successes:
+        assert row["http_status"] == 200
+        assert len(row["content_sha256"]) == 64
+        assert row["warc_file"] and row["warc_offset"] >= 0 and row["warc_length"] > 0
+        host, path = row["host"], "/" + row["url"].split("/", 3)[3]
+        links = {urlnorm.normalize(u) for u, _ in model.page_links(host, path, port)}
+        outlinks = {o["url"] for o in row["outlinks"]}
+        assert outlinks == links - {row["url"]}, row["url"]
+        for link in outlinks:
+            assert link == urlnorm.normalize(link)
+            assert link.startswith("http://")
+        assert row["title"] == model.host(host).page(path).title  # type: ignore[union-attr]
+    assert {r["warc_file"] for r in successes} == {"trawl-seg1-00000-00000.warc.gz"}
+
+    # the WARC reads back: a response record for the URL at the recorded offset
+    warc = tmp_path / "warc" / successes[0]["warc_file"]
+    data = warc.read_bytes()
+    for row in successes[:5]:
+        chunk = data[row["warc_offset"] : row["warc_offset"] + row["warc_length"]]
+        record = next(iter(ArchiveIterator(io.BytesIO(chunk))))
+        assert record.rec_type == "response"
+        assert record.rec_headers.get_header("WARC-Target-URI") == row["url"]
+        assert record.http_headers.get_statuscode() == "200"
+        body = record.content_stream().read()
+        assert hashlib.sha256(body).hexdigest() == row["content_sha256"]
+    with warc.open("rb") as fh:
+        kinds = Counter(r.rec_type for r in ArchiveIterator(fh))
+    assert kinds["warcinfo"] == 1
+    assert kinds["response"] == kinds["request"] == len(log)  # robots.txt included
+
+
+def test_without_allow_networks_everything_is_blocked(model: WebModel, tmp_path: Path) -> None:
+    with TestWeb(model, tmp_path / "web") as web:
+        items = items_for(model, web.port)
+        cfg = config(web, allow=False)
+        assert cfg.fetch.allow_networks == ()
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, None, time_limit_s=60))
+    by_url = page_rows(rows)
+    assert set(by_url) == {i["url"] for i in items}
+    assert {r["outcome"] for r in rows} == {"blocked"}
+    assert all(r["kind"] == "page" for r in rows)
+    assert all(r["error"] == "address: loopback" for r in rows)
+    assert read_log(web.access_log) == []  # the SSRF guard: not one request
+
+
+def test_time_limit_releases_the_rest_as_not_reached(model: WebModel, tmp_path: Path) -> None:
+    with TestWeb(model, tmp_path / "web") as web:
+        items = items_for(model, web.port)
+        cfg = config(web, "politeness.min_delay_s=0.2")
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, str(tmp_path / "warc"), time_limit_s=0.3))
+    by_url = page_rows(rows)
+    assert set(by_url) == {i["url"] for i in items}
+    outcomes = Counter(r["outcome"] for r in by_url.values())
+    assert outcomes["not_reached"] > len(items) // 2
+    assert outcomes["not_reached"] < len(items)  # but something was done in the time
+    for row in by_url.values():
+        if row["outcome"] == "not_reached":
+            assert row["error"] == "time_limit"
+    # what was not reached was never requested
+    log = read_log(web.access_log)
+    requested = {(r["host"], r["path"]) for r in log}
+    for url, row in by_url.items():
+        if row["outcome"] == "not_reached":
+            assert (row["host"], "/" + url.split("/", 3)[3]) not in requested
+    audit = politeness_audit(web.access_log, 0.2)
+    assert audit.hosts_with_overlap == 0
+    assert audit.gaps_below_min == 0

@@ -1,0 +1,193 @@
+"""Tests for trawl.hoststate.merge_host: a host's hostdb row after one segment."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from trawl.hoststate import PAUSE, merge_host
+
+AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+T0 = AT - timedelta(minutes=10)
+SEG = "seg2"
+BASE = {"host_bucket": 3, "domain": "example.com"}
+HOST = "www.example.com"
+
+
+def visit(outcome: str, second: float = 0.0, **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "outcome": outcome,
+        "fetched_at": T0 + timedelta(seconds=second),
+        "delay_s": 1.0,
+        "elapsed_s": 0.1,
+        "ip": "10.0.0.1",
+    }
+    row.update(changes)
+    return row
+
+
+def robots_row(**changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "url": "http://www.example.com/robots.txt",
+        "robots_decision": "parsed",
+        "http_status": 200,
+        "robots_body": "User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n",
+        "fetched_at": T0,
+        "crawl_delay_s": 2.0,
+    }
+    row.update(changes)
+    return row
+
+
+def merge(old: dict[str, Any] | None, visits: list[dict[str, Any]], robots: Any = None,
+          segment: str = SEG) -> dict[str, Any]:  # fmt: skip
+    return merge_host(old, HOST, visits, robots, AT, segment, BASE)
+
+
+def test_first_sight_of_a_host() -> None:
+    new = merge(None, [visit("success"), visit("gone", 1)])
+    assert new["host"] == HOST
+    assert (new["host_bucket"], new["domain"]) == (3, "example.com")
+    assert new["fetches"] == 2
+    assert new["status_counts"] == {"success": 1, "gone": 1}
+    assert new["last_segment"] == SEG
+    assert new["consecutive_failures"] == 0
+    assert new["ip"] == "10.0.0.1"
+
+
+def test_same_segment_twice_returns_the_same_row() -> None:
+    once = merge(None, [visit("success"), visit("retry", 1)], robots_row())
+    snapshot = copy.deepcopy(once)
+    twice = merge(once, [visit("success"), visit("retry", 1)], robots_row())
+    assert twice is once
+    assert twice == snapshot
+
+
+def test_old_row_is_not_mutated() -> None:
+    old = merge(None, [visit("success")], segment="seg1")
+    snapshot = copy.deepcopy(old)
+    merge(old, [visit("retry"), visit("robots_denied", 1)], robots_row())
+    assert old == snapshot
+
+
+def test_robots_fields_copied_from_the_robots_row() -> None:
+    new = merge(None, [visit("success")], robots_row())
+    assert new["robots_url"] == "http://www.example.com/robots.txt"
+    assert new["robots_status"] == "parsed"
+    assert new["robots_http_status"] == 200
+    assert new["robots_body"].startswith("User-agent: *")
+    assert new["robots_fetched_at"] == T0
+    assert new["crawl_delay_s"] == 2.0
+
+
+def test_robots_fields_replaced_by_a_newer_fetch_and_kept_without_one() -> None:
+    old = merge(None, [visit("success")], robots_row(), segment="seg1")
+    unreachable = robots_row(
+        robots_decision="unreachable_5xx", http_status=503, robots_body=None,
+        fetched_at=AT, crawl_delay_s=None,
+    )  # fmt: skip
+    new = merge(old, [visit("deferred")], unreachable)
+    assert (new["robots_status"], new["robots_http_status"]) == ("unreachable_5xx", 503)
+    assert (new["robots_body"], new["crawl_delay_s"]) == (None, None)
+    assert new["robots_fetched_at"] == AT
+    kept = merge(old, [visit("success")], None)
+    for key in ("robots_url", "robots_status", "robots_body", "robots_fetched_at", "crawl_delay_s"):
+        assert kept[key] == old[key]
+
+
+@pytest.mark.parametrize(
+    ("old_failures", "outcomes", "expected"),
+    [
+        (0, ["retry", "retry"], 2),
+        (3, ["retry"], 4),
+        (3, ["retry", "success"], 0),  # any answered request resets
+        (3, ["success", "retry"], 1),
+        (2, ["gone"], 0),  # a 404 is an answer, not a failure
+        (2, ["notmodified", "redir_perm"], 0),
+        (4, ["robots_denied", "deferred", "not_reached", "blocked"], 4),  # no request
+        (4, [], 4),
+        (None, ["retry"], 1),
+    ],
+)
+def test_consecutive_failures(old_failures: int | None, outcomes: list[str], expected: int) -> None:
+    old = merge(None, [], segment="seg1")
+    old["consecutive_failures"] = old_failures
+    new = merge(old, [visit(o, i) for i, o in enumerate(outcomes)])
+    assert new["consecutive_failures"] == expected
+
+
+@pytest.mark.parametrize(
+    ("old_failures", "retries", "paused"),
+    [(0, 10, True), (9, 1, True), (5, 5, True), (0, 9, False), (12, 1, True)],
+)
+def test_ten_failures_pause_the_host_for_a_day(
+    old_failures: int, retries: int, paused: bool
+) -> None:
+    old = merge(None, [], segment="seg1")
+    old["consecutive_failures"] = old_failures
+    new = merge(old, [visit("retry", i) for i in range(retries)])
+    assert new["consecutive_failures"] == old_failures + retries
+    assert new.get("backoff_until") == (AT + timedelta(days=1) if paused else None)
+
+
+def test_backoff_kept_while_failing_and_cleared_by_an_answer() -> None:
+    old = merge(None, [visit("retry", i) for i in range(10)], segment="seg1")
+    assert old["backoff_until"] == AT + PAUSE
+    still = merge(old, [visit("robots_denied")], segment="seg2")  # no request: no news
+    assert still["backoff_until"] == AT + PAUSE
+    answered = merge(old, [visit("retry"), visit("success", 1)], segment="seg3")
+    assert answered["consecutive_failures"] == 0
+    assert answered["backoff_until"] is None
+
+
+def test_delay_and_next_allowed_from_the_last_requested_visit() -> None:
+    visits = [
+        visit("success", 0, delay_s=1.0),
+        visit("retry", 5, delay_s=8.0),
+        visit("robots_denied", 9, delay_s=1.0),  # no request: does not set the clock
+        visit("not_reached", 20, delay_s=None),
+    ]
+    new = merge(None, visits)
+    assert new["delay_s"] == 8.0
+    assert new["next_allowed_at"] == T0 + timedelta(seconds=5 + 8)
+
+
+def test_delay_kept_when_no_visit_requested() -> None:
+    old = merge(None, [visit("success", 0, delay_s=3.0)], segment="seg1")
+    new = merge(old, [visit("deferred", 50, delay_s=9.0)])
+    assert new["delay_s"] == 3.0
+    assert new["next_allowed_at"] == T0 + timedelta(seconds=3)
+
+
+def test_no_request_outcomes_are_counted_but_are_not_fetches() -> None:
+    outcomes = ["success", "robots_denied", "not_reached", "deferred", "blocked", "gone"]
+    new = merge(None, [visit(o, i) for i, o in enumerate(outcomes)])
+    assert new["fetches"] == 2
+    assert new["status_counts"] == {o: 1 for o in outcomes}
+
+
+def test_status_counts_and_fetches_accumulate_over_segments() -> None:
+    row = merge(None, [visit("success"), visit("success", 1), visit("retry", 2)], segment="s1")
+    row = merge(row, [visit("success"), visit("gone", 1), visit("robots_denied", 2)], segment="s2")
+    assert row["status_counts"] == {"success": 3, "retry": 1, "gone": 1, "robots_denied": 1}
+    assert row["fetches"] == 5
+    assert row["last_segment"] == "s2"
+
+
+def test_response_time_average_blends_old_and_new() -> None:
+    first = merge(None, [visit("success", elapsed_s=0.2), visit("success", 1, elapsed_s=0.4)],
+                  segment="s1")  # fmt: skip
+    assert first["resp_time_avg_s"] == pytest.approx(0.3)
+    second = merge(first, [visit("success", elapsed_s=0.1)], segment="s2")
+    assert second["resp_time_avg_s"] == pytest.approx(0.5 * 0.3 + 0.5 * 0.1)
+    third = merge(second, [visit("robots_denied", elapsed_s=9.0)], segment="s3")
+    assert third["resp_time_avg_s"] == pytest.approx(second["resp_time_avg_s"])
+
+
+def test_ip_is_the_last_seen() -> None:
+    new = merge(None, [visit("success", ip="10.0.0.1"), visit("success", 1, ip="10.0.0.2"),
+                       visit("blocked", 2, ip=None)])  # fmt: skip
+    assert new["ip"] == "10.0.0.2"

@@ -1,0 +1,275 @@
+"""Tests for trawl.transitions.apply_fetch: one crawldb row after one fetch row."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from trawl.config import ScheduleConfig
+from trawl.status import FetchOutcome
+from trawl.transitions import apply_fetch
+
+SCHEDULE = ScheduleConfig(
+    fetch_interval_s=1000.0, retry_interval_s=100.0, gone_interval_s=5000.0, max_retries=3
+)
+AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+FETCHED_AT = AT - timedelta(minutes=30)
+SEG = "20240501120000"
+DUE = AT - timedelta(days=1)  # the old row was due
+
+
+def crawl_row(**changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "url": "http://example.com/a",
+        "url_fp": 123,
+        "host": "example.com",
+        "status": "unfetched",
+        "retries": 0,
+        "fetches": 0,
+        "changes": 0,
+        "next_fetch_at": DUE,
+        "last_fetch_at": None,
+        "last_segment": None,
+        "generated_segment": SEG,
+        "generated_at": AT - timedelta(hours=1),
+        "http_status": None,
+        "content_sha256": None,
+        "etag": None,
+        "last_modified": None,
+        "redirect_to": None,
+        "ip": None,
+    }
+    row.update(changes)
+    return row
+
+
+def fetch_row(outcome: str, **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "url": "http://example.com/a",
+        "outcome": outcome,
+        "fetched_at": FETCHED_AT,
+        "ip": "10.0.0.7",
+        "http_status": {
+            "success": 200,
+            "notmodified": 304,
+            "redir_perm": 301,
+            "redir_temp": 302,
+            "gone": 404,
+            "retry": 503,
+        }.get(outcome),
+    }
+    if outcome == "success":
+        row.update(content_sha256="h1", etag='"v1"', last_modified="Wed, 01 May 2024 10:00:00 GMT")
+    if outcome in ("redir_perm", "redir_temp"):
+        row["redirect_to"] = "http://example.com/b"
+    row.update(changes)
+    return row
+
+
+ALL = [o.value for o in FetchOutcome]
+
+
+@pytest.mark.parametrize("outcome", ALL)
+def test_applying_the_same_segment_twice_changes_nothing(outcome: str) -> None:
+    fetch = fetch_row(outcome)
+    once = apply_fetch(crawl_row(), fetch, AT, SEG, SCHEDULE)
+    snapshot = copy.deepcopy(once)
+    twice = apply_fetch(once, fetch, AT + timedelta(hours=5), SEG, SCHEDULE)
+    assert twice == snapshot
+    if outcome != "not_reached":  # a released URL carries no last_segment
+        assert twice is once
+
+
+@pytest.mark.parametrize("outcome", ALL)
+def test_old_row_is_not_mutated(outcome: str) -> None:
+    old = crawl_row(status="fetched", content_sha256="h0", retries=1)
+    snapshot = copy.deepcopy(old)
+    apply_fetch(old, fetch_row(outcome), AT, SEG, SCHEDULE)
+    assert old == snapshot
+
+
+# outcome -> (status, retries, fetches, next_fetch_at, last_segment set)
+EXPECTED: dict[str, tuple[str, int, int, datetime, bool]] = {
+    "success": ("fetched", 0, 1, AT + timedelta(seconds=1000), True),
+    "notmodified": ("notmodified", 0, 1, AT + timedelta(seconds=1000), True),
+    "redir_perm": ("redir_perm", 0, 1, AT + timedelta(seconds=1000), True),
+    "redir_temp": ("redir_temp", 0, 1, AT + timedelta(seconds=1000), True),
+    "gone": ("gone", 0, 1, AT + timedelta(seconds=5000), True),
+    "retry": ("unfetched", 1, 1, AT + timedelta(seconds=100), True),
+    "robots_denied": ("gone", 0, 0, AT + timedelta(seconds=5000), True),
+    "blocked": ("gone", 0, 0, AT + timedelta(seconds=5000), True),
+    "deferred": ("unfetched", 0, 0, AT + timedelta(seconds=100), True),
+    "not_reached": ("unfetched", 0, 0, DUE, False),  # stays due
+}
+
+
+def test_expected_table_covers_every_outcome() -> None:
+    assert set(EXPECTED) == set(ALL)
+
+
+@pytest.mark.parametrize("outcome", ALL)
+def test_status_counters_and_next_fetch_by_outcome(outcome: str) -> None:
+    new = apply_fetch(crawl_row(), fetch_row(outcome), AT, SEG, SCHEDULE)
+    status, retries, fetches, next_fetch_at, segment_set = EXPECTED[outcome]
+    assert new["status"] == status
+    assert new["retries"] == retries
+    assert new["fetches"] == fetches
+    assert new["next_fetch_at"] == next_fetch_at
+    assert new["last_segment"] == (SEG if segment_set else None)
+    # every outcome releases the generate lock of this segment
+    assert new["generated_segment"] is None
+    assert new["generated_at"] is None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "http_status", "last_fetch_at"),
+    [
+        ("success", 200, FETCHED_AT),
+        ("notmodified", 304, FETCHED_AT),
+        ("gone", 404, FETCHED_AT),
+        ("retry", 503, FETCHED_AT),
+        ("robots_denied", None, None),  # no request: nothing about the response
+        ("blocked", None, None),
+        ("deferred", None, None),
+    ],
+)
+def test_last_fetch_and_http_status_only_for_requests(
+    outcome: str, http_status: int | None, last_fetch_at: datetime | None
+) -> None:
+    new = apply_fetch(crawl_row(), fetch_row(outcome), AT, SEG, SCHEDULE)
+    assert new["http_status"] == http_status
+    assert new["last_fetch_at"] == last_fetch_at
+
+
+def test_last_fetch_at_falls_back_to_the_update_time() -> None:
+    new = apply_fetch(crawl_row(), fetch_row("success", fetched_at=None), AT, SEG, SCHEDULE)
+    assert new["last_fetch_at"] == AT
+
+
+def test_fetches_accumulate() -> None:
+    row = crawl_row(fetches=4)
+    for i, outcome in enumerate(["success", "notmodified", "retry", "robots_denied"]):
+        row = apply_fetch(row, fetch_row(outcome), AT, f"seg{i}", SCHEDULE)
+    assert row["fetches"] == 4 + 3
+
+
+@pytest.mark.parametrize(
+    ("old_hash", "old_changes", "new_hash", "changes", "stored"),
+    [
+        (None, 0, "h1", 0, "h1"),  # first content is not a change
+        ("h1", 0, "h1", 0, "h1"),  # same content
+        ("h1", 0, "h2", 1, "h2"),  # changed
+        ("h1", 2, "h2", 3, "h2"),
+        ("h1", None, "h2", 1, "h2"),
+        ("h1", 5, None, 5, None),  # no digest: no change counted
+    ],
+)
+def test_changes_count_content_hash_changes(
+    old_hash: str | None, old_changes: int | None, new_hash: str | None, changes: int, stored: str
+) -> None:
+    old = crawl_row(status="fetched", content_sha256=old_hash, changes=old_changes)
+    new = apply_fetch(old, fetch_row("success", content_sha256=new_hash), AT, SEG, SCHEDULE)
+    assert (new["changes"] or 0) == changes
+    assert new["content_sha256"] == stored
+
+
+@pytest.mark.parametrize("outcome", ["notmodified", "gone", "retry", "redir_perm"])
+def test_changes_and_hash_untouched_without_content(outcome: str) -> None:
+    old = crawl_row(status="fetched", content_sha256="h1", changes=2, etag='"v0"')
+    new = apply_fetch(old, fetch_row(outcome), AT, SEG, SCHEDULE)
+    assert (new["content_sha256"], new["changes"], new["etag"]) == ("h1", 2, '"v0"')
+
+
+def test_retries_count_up_then_gone() -> None:
+    row = crawl_row(status="fetched", content_sha256="h1")
+    seen = []
+    for i in range(4):
+        row = apply_fetch(row, fetch_row("retry"), AT, f"seg{i}", SCHEDULE)
+        seen.append((row["status"], row["retries"], row["next_fetch_at"] - AT))
+    assert seen == [
+        ("fetched", 1, timedelta(seconds=100)),  # a server error keeps the good content
+        ("fetched", 2, timedelta(seconds=100)),
+        ("fetched", 3, timedelta(seconds=100)),
+        ("gone", 4, timedelta(seconds=5000)),  # max_retries=3 exceeded
+    ]
+    assert row["content_sha256"] == "h1"
+    row = apply_fetch(row, fetch_row("success"), AT, "seg9", SCHEDULE)
+    assert (row["status"], row["retries"]) == ("fetched", 0)
+
+
+def test_deferred_keeps_retries_and_status() -> None:
+    new = apply_fetch(crawl_row(status="fetched", retries=2), fetch_row("deferred"), AT, SEG,
+                      SCHEDULE)  # fmt: skip
+    assert (new["status"], new["retries"]) == ("fetched", 2)
+    assert new["next_fetch_at"] == AT + timedelta(seconds=100)
+
+
+def test_deferred_on_a_gone_url_waits_the_gone_interval() -> None:
+    new = apply_fetch(crawl_row(status="gone"), fetch_row("deferred"), AT, SEG, SCHEDULE)
+    assert new["status"] == "gone"
+    assert new["next_fetch_at"] == AT + timedelta(seconds=5000)
+
+
+def test_not_reached_releases_the_lock_of_this_segment_only() -> None:
+    old = crawl_row(status="fetched", retries=1, fetches=3, last_segment="older")
+    new = apply_fetch(old, fetch_row("not_reached", ip=None), AT, SEG, SCHEDULE)
+    assert new is not old
+    assert new["generated_segment"] is None
+    assert new["generated_at"] is None
+    # nothing learnt about the URL: still due, counters and segment untouched
+    unchanged = ("status", "retries", "fetches", "next_fetch_at", "last_segment", "last_fetch_at")
+    assert {k: new[k] for k in unchanged} == {k: old[k] for k in unchanged}
+    assert new["next_fetch_at"] <= AT
+
+
+@pytest.mark.parametrize("generated", ["20240502000000", None])
+def test_not_reached_leaves_a_row_generated_by_another_segment(generated: str | None) -> None:
+    old = crawl_row(generated_segment=generated, generated_at=AT if generated else None)
+    new = apply_fetch(old, fetch_row("not_reached"), AT, SEG, SCHEDULE)
+    assert new is old
+    assert new["generated_segment"] == generated
+
+
+def test_success_records_validators_and_clears_redirect() -> None:
+    old = crawl_row(status="redir_temp", redirect_to="http://example.com/old")
+    new = apply_fetch(old, fetch_row("success"), AT, SEG, SCHEDULE)
+    assert new["etag"] == '"v1"'
+    assert new["last_modified"] == "Wed, 01 May 2024 10:00:00 GMT"
+    assert new["content_sha256"] == "h1"
+    assert new["redirect_to"] is None
+    assert new["ip"] == "10.0.0.7"
+
+
+def test_success_without_validators_clears_the_old_ones() -> None:
+    old = crawl_row(status="fetched", etag='"v0"', last_modified="x")
+    new = apply_fetch(old, fetch_row("success", etag=None, last_modified=None), AT, SEG, SCHEDULE)
+    assert (new["etag"], new["last_modified"]) == (None, None)
+
+
+@pytest.mark.parametrize(("outcome", "http_status"), [("redir_perm", 301), ("redir_temp", 302)])
+def test_redirects_record_the_target(outcome: str, http_status: int) -> None:
+    new = apply_fetch(crawl_row(status="fetched"), fetch_row(outcome), AT, SEG, SCHEDULE)
+    assert new["status"] == outcome
+    assert new["redirect_to"] == "http://example.com/b"
+    assert new["http_status"] == http_status
+    assert new["next_fetch_at"] == AT + timedelta(seconds=1000)
+
+
+def test_ip_only_replaced_when_the_fetch_has_one() -> None:
+    old = crawl_row(ip="10.0.0.1")
+    assert apply_fetch(old, fetch_row("gone", ip=None), AT, SEG, SCHEDULE)["ip"] == "10.0.0.1"
+    assert apply_fetch(old, fetch_row("gone"), AT, SEG, SCHEDULE)["ip"] == "10.0.0.7"
+
+
+def test_missing_counters_count_from_zero() -> None:
+    old = crawl_row(retries=None, fetches=None, changes=None, content_sha256="h0")
+    new = apply_fetch(old, fetch_row("success"), AT, SEG, SCHEDULE)
+    assert (new["retries"], new["fetches"], new["changes"]) == (0, 1, 1)
+
+
+def test_unknown_outcome_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        apply_fetch(crawl_row(), fetch_row("exploded"), AT, SEG, SCHEDULE)
