@@ -24,8 +24,9 @@ def spark() -> Iterator[Any]:
     from trawl.config import load_config
     from trawl.session import build_spark
 
-    cfg = load_config(None, ["spark.master=local[2]", "spark.shuffle_partitions=2",
-                             "spark.log_level=ERROR"])
+    cfg = load_config(
+        None, ["spark.master=local[2]", "spark.shuffle_partitions=2", "spark.log_level=ERROR"]
+    )
     session = build_spark(cfg)
     yield session
     session.stop()

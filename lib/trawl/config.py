@@ -224,8 +224,8 @@ def _coerce(key: str, want: type, value: Any) -> Any:
         return float(value)
     if want is tuple:
         return tuple(value)
-    if want is dict:
-        return {str(k): str(v) for k, v in value.items()}
+    if want is dict:  # spark.conf: Spark wants strings, and "true", not "True"
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
     return value
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from trawl.config import Config
 
-DEMO_SEEDS = 40
+DEMO_SEEDS = 300  # every homepage of the default test web: the crawl ramps up fast
 
 
 def serve_testweb(cfg: Config, out: Path) -> int:

@@ -9,6 +9,7 @@ Spark stages per record.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -46,7 +47,7 @@ def parse_seed_line(line: str) -> SeedLine | None:
             reason = " ".join(parts[1:])
         else:
             reason = parts[2] if len(parts) > 2 else None
-    if score != score or score < 0:  # NaN or negative
+    if not math.isfinite(score) or score < 0:
         raise SeedError(f"bad score {parts[1]!r}")
     return SeedLine(parts[0], score, reason)
 

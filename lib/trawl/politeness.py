@@ -141,7 +141,7 @@ class HostScheduler(Generic[T]):
                 if not self._heap:
                     self._wait(self._cond, min(1.0, self.deadline - now))
                     continue
-                ready_at, _, name = self._heap[0]
+                ready_at, seq, name = self._heap[0]
                 host = self._hosts[name]
                 ip = self._ips[host.ip]
                 if ip.busy:
@@ -150,8 +150,10 @@ class HostScheduler(Generic[T]):
                     continue
                 start = max(ready_at, ip.next_allowed)
                 if start > now:
-                    if start > ready_at:  # the shared IP clock is later: requeue
-                        heapq.heapreplace(self._heap, (start, next(self._seq), name))
+                    if start > ready_at:
+                        # The shared IP clock is later: requeue at that time, keeping
+                        # the host's place in line so hosts of one IP take turns.
+                        heapq.heapreplace(self._heap, (start, seq, name))
                     self._wait(self._cond, min(start - now, self.deadline - now))
                     continue
                 heapq.heappop(self._heap)

@@ -49,15 +49,18 @@ def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Craw
     out = tmp_path_factory.mktemp("cycle")
     model = WebModel.generate(3, hosts=16, ips=4, pages_per_host=(3, 10))
     with TestWeb(model, out / "web", n_seeds=16) as web:
-        cfg = load_config(None, [
-            f"dns.hosts_file={web.hosts_file}",
-            'fetch.allow_networks=["127.0.0.0/8"]',
-            f"politeness.min_delay_s={MIN_DELAY}",
-            "politeness.delay_factor=2.0",
-            "fetch.time_limit_s=60",
-            "generate.max_per_host=6",
-            "crawl.host_buckets=4",
-        ])
+        cfg = load_config(
+            None,
+            [
+                f"dns.hosts_file={web.hosts_file}",
+                'fetch.allow_networks=["127.0.0.0/8"]',
+                f"politeness.min_delay_s={MIN_DELAY}",
+                "politeness.delay_factor=2.0",
+                "fetch.time_limit_s=60",
+                "generate.max_per_host=6",
+                "crawl.host_buckets=4",
+            ],
+        )
         state = Crawl(spark, cfg, str(out / "crawl"), web, model, [], [])
         state.results.append(run_inject(state.ctx(0), [str(web.seeds_file)]))
         for i in range(2):
@@ -86,8 +89,11 @@ def test_politeness_from_the_access_log(crawl: Crawl) -> None:
 def test_no_request_for_a_robots_disallowed_url(crawl: Crawl) -> None:
     assert robots_audit(crawl.web.access_log, crawl.model, crawl.cfg.http.agent_name) == []
     fetch = read_segment_table(crawl.spark, crawl.root, crawl.segments[1], "fetch")
-    assert fetch.filter("outcome = 'robots_denied'").count() + fetch.filter(
-        "outcome = 'deferred'").count() > 0
+    assert (
+        fetch.filter("outcome = 'robots_denied'").count()
+        + fetch.filter("outcome = 'deferred'").count()
+        > 0
+    )
 
 
 def test_inject_twice_adds_nothing(crawl: Crawl) -> None:

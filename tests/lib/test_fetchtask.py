@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections import Counter
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from trawl import urlnorm
 from trawl.config import Config, load_config
 from trawl.fetchtask import run_fetch_task
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
+from trawl.testweb.audit import gaps
 
 SEED = 34  # 12 hosts / 3 IPs: one 5xx robots.txt, no slow host, no Crawl-delay
 MIN_GAP = 0.05
@@ -154,11 +156,20 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
     audit = politeness_audit(web.access_log, MIN_GAP, model=model)
     assert audit.requests == len(log)
     assert audit.hosts_with_overlap == 0
-    assert audit.max_in_flight_per_host == 1
-    assert audit.max_in_flight_per_ip == 1
+    # (<= 1: the audit pulls each end in by its tolerance, so a request shorter
+    # than that counts as zero in flight)
+    assert audit.max_in_flight_per_host <= 1
+    assert audit.max_in_flight_per_ip <= 1
     assert audit.gaps_below_min == 0, audit
     assert audit.min_gap_s is not None
     assert audit.min_gap_s >= MIN_GAP - audit.tolerance_s
+    # hosts sharing an address share its clock: the same end-to-start gap per IP
+    by_ip: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for rec in log:
+        by_ip[rec["ip"]].append((rec["start"], rec["end"]))
+    assert len(by_ip) == 3
+    for ip, intervals in by_ip.items():
+        assert min(gaps(intervals)) >= MIN_GAP - audit.tolerance_s, ip
 
     # redirects and errors
     for url, row in by_url.items():
@@ -226,7 +237,7 @@ def test_time_limit_releases_the_rest_as_not_reached(model: WebModel, tmp_path: 
     with TestWeb(model, tmp_path / "web") as web:
         items = items_for(model, web.port)
         cfg = config(web, "politeness.min_delay_s=0.2")
-        rows = list(run_fetch_task(items, cfg, "seg1", 0, str(tmp_path / "warc"), time_limit_s=0.3))
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, str(tmp_path / "warc"), time_limit_s=1.5))
     by_url = page_rows(rows)
     assert set(by_url) == {i["url"] for i in items}
     outcomes = Counter(r["outcome"] for r in by_url.values())
@@ -244,3 +255,44 @@ def test_time_limit_releases_the_rest_as_not_reached(model: WebModel, tmp_path: 
     audit = politeness_audit(web.access_log, 0.2)
     assert audit.hosts_with_overlap == 0
     assert audit.gaps_below_min == 0
+
+
+def test_cached_robots_copy_is_used_while_fresh(model: WebModel, tmp_path: Path) -> None:
+    usable = [h for h in model.hosts if h.robots_status < 500]
+    cached, stale, elsewhere = [h.name for h in usable if h.robots != "none"][:3]
+    allow = next(h.name for h in usable if h.robots == "none")
+    now = datetime.now(UTC)
+    deny_all = "User-agent: trawl\nDisallow: /\n"
+    with TestWeb(model, tmp_path / "web") as web:
+        port = web.port
+        copies = {
+            cached: (f"http://{cached}:{port}/robots.txt", "parsed", deny_all, now),
+            stale: (f"http://{stale}:{port}/robots.txt", "parsed", deny_all,
+                    now - timedelta(days=2)),
+            elsewhere: (f"http://{elsewhere}:{port + 1}/robots.txt", "parsed", deny_all, now),
+            allow: (f"http://{allow}:{port}/robots.txt", "status_4xx", None, now),
+        }  # fmt: skip
+        items = [i for i in items_for(model, port) if i["host"] in copies]
+        for item in items:
+            url, status, body, fetched_at = copies[item["host"]]
+            item.update(robots_url=url, robots_status=status, robots_body=body,
+                        robots_fetched_at=fetched_at)  # fmt: skip
+        rows = list(run_fetch_task(items, config(web), "seg1", 0, None, time_limit_s=60))
+    log = read_log(web.access_log)
+    by_url = page_rows(rows)
+    assert set(by_url) == {i["url"] for i in items}
+    robots_asked = Counter(r["host"] for r in log if r["path"] == "/robots.txt")
+    # fresh copies are used as they are: no robots.txt request ...
+    assert cached not in robots_asked
+    assert allow not in robots_asked
+    # ... a stale copy, or one for another origin, is fetched again
+    assert robots_asked[stale] == 1
+    assert robots_asked[elsewhere] == 1
+    # the cached "Disallow: /" is obeyed: not one request to that host
+    assert [r for r in log if r["host"] == cached] == []
+    assert {r["outcome"] for r in by_url.values() if r["host"] == cached} == {"robots_denied"}
+    # the cached allow-all copy lets every page through
+    for row in by_url.values():
+        if row["host"] == allow:
+            assert row["outcome"] != "robots_denied"
+    assert robots_audit(web.access_log, model, AGENT) == []
