@@ -57,6 +57,16 @@ def cached_rules(item: Mapping[str, Any], cfg: Config, now: datetime) -> RobotsR
     return RobotsRules.allow_all(str(status))
 
 
+def _monotonic_at(when: datetime | None, now: datetime) -> float:
+    """The scheduler's clock reading for a wall-clock time from hostdb (the
+    host's next allowed visit, carried over from the last cycle)."""
+    if when is None:
+        return 0.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return time.monotonic() + (when - now).total_seconds()
+
+
 class FetchTask:
     """State of one running task; ``run`` yields the fetch rows."""
 
@@ -106,6 +116,7 @@ class FetchTask:
                 host,
                 ip,
                 host_items,
+                not_before=_monotonic_at(first.get("next_allowed_at"), now),
                 gap_s=first.get("delay_s"),
                 crawl_delay_s=rules.crawl_delay() if rules else None,
             )

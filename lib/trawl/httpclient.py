@@ -8,7 +8,8 @@ line and fields byte for byte as sent (written by us through ``http.client``'s
 ``putrequest(skip_host=True, skip_accept_encoding=True)``: urllib3's pool would
 add a User-Agent and re-encode the target, ``%2f`` -> ``%2F``); ``headers`` in
 arrival order with repeats; ``raw_body``, de-chunked but still content-coded
-(what WARC stores); ``body`` with gzip/x-gzip/deflate undone (RFC 9110 8.4).
+(what WARC stores); ``body`` with gzip/x-gzip/deflate undone (RFC 9110 8.4,
+``trawl.contentcoding``).
 
 Limits, all hard: ``connect_timeout_s`` (TCP + TLS handshake),
 ``read_timeout_s`` (any wait for bytes), ``total_timeout_s`` (wall time of the
@@ -38,7 +39,6 @@ import socket
 import ssl
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +46,8 @@ from typing import Literal, NoReturn
 from urllib.parse import urlsplit
 
 from urllib3.util import wait_for_read
+
+from trawl.contentcoding import decode_body
 
 Truncation = Literal["length", "time", "disconnect"]
 FetchErrorKind = Literal["invalid_url", "connect", "tls", "timeout", "read", "protocol"]
@@ -55,7 +57,6 @@ _READ_SIZE = 65_536
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2
 _BAD_VALUE = re.compile(r"[\r\n\x00]")  # RFC 9110 5.5: no CR, LF or NUL in a field value
 _CALLER_MAY_NOT_SET = {"host", "content-length", "transfer-encoding"}  # target and framing
-_GZIP_WBITS = 16 + zlib.MAX_WBITS
 _PoolKey = tuple[str, str, int, str]
 
 
@@ -145,66 +146,6 @@ def _encode_target(target: str) -> str:
         ch if "!" <= ch <= "~" else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
         for ch in target
     )
-
-
-def decode_body(
-    raw: bytes, codings: list[str], cap: int, partial: bool
-) -> tuple[bytes, bool, str | None]:
-    """Undo content codings (listed in the order applied, RFC 9110 8.4).
-
-    Returns (body, hit_cap, error). ``partial`` says ``raw`` was cut short, so
-    an unfinished stream is expected and its decoded prefix is kept; otherwise
-    an unfinished or corrupt stream gives (b"", False, error).
-    """
-    data, hit_cap = raw, False
-    for coding in reversed(codings):
-        if not data:
-            break
-        if coding in ("gzip", "x-gzip"):  # RFC 9110 8.4.1.3
-            wbits = _GZIP_WBITS
-        elif coding == "deflate":  # RFC 9110 8.4.1.2: zlib format; some send raw deflate
-            wbits = zlib.MAX_WBITS if _looks_like_zlib(data) else -zlib.MAX_WBITS
-        else:
-            return b"", False, f"unsupported content-coding: {coding}"
-        try:
-            data, capped, complete = _inflate(data, wbits, cap)
-        except zlib.error as exc:
-            return b"", False, f"{coding}: {exc}"
-        hit_cap = hit_cap or capped
-        if not (complete or partial or hit_cap):
-            return b"", False, f"{coding}: stream ends early"
-    if len(data) > cap:
-        data, hit_cap = data[:cap], True
-    return data, hit_cap, None
-
-
-def _looks_like_zlib(data: bytes) -> bool:
-    """RFC 1950 2.2: CM=8 and the header checksum (CMF*256 + FLG) % 31 == 0."""
-    return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] * 256 + data[1]) % 31 == 0
-
-
-def _inflate(data: bytes, wbits: int, cap: int) -> tuple[bytes, bool, bool]:
-    """Decompress at most ``cap`` bytes: (output, hit_cap, stream_complete).
-
-    ``max_length`` bounds every step, so a bomb costs at most ``cap + 1``
-    bytes of memory. Concatenated gzip members are all decoded (RFC 1952 2.2);
-    other bytes after the end of the stream are ignored, as browsers do.
-    """
-    out = bytearray()
-    inflater = zlib.decompressobj(wbits)
-    pending = data
-    while pending:
-        out += inflater.decompress(pending, cap + 1 - len(out))
-        if len(out) > cap:
-            return bytes(out[:cap]), True, False
-        if inflater.eof:
-            pending = inflater.unused_data
-            if wbits != _GZIP_WBITS or not pending.startswith(b"\x1f\x8b"):
-                return bytes(out), False, True
-            inflater = zlib.decompressobj(wbits)
-        else:
-            pending = inflater.unconsumed_tail
-    return bytes(out), False, inflater.eof
 
 
 def _content_codings(headers: list[tuple[str, str]]) -> list[str]:

@@ -98,6 +98,7 @@ FETCHLIST_SCHEMA = _schema(
     ("robots_http_status", IntegerType()),
     ("robots_body", StringType()),
     ("robots_fetched_at", TimestampType()),
+    ("next_allowed_at", TimestampType()),  # the host's politeness clock from hostdb
 )
 
 OUTLINK_TYPE = StructType(

@@ -40,6 +40,11 @@ SEGMENT_TABLES: dict[str, StructType] = {
 }
 
 
+# Tables this driver process has created or seen: createIfNotExists reads the
+# Delta log each time, and jobs ask for the same tables many times.
+_ENSURED: set[str] = set()
+
+
 def table_path(root: str, name: str) -> str:
     return f"{root.rstrip('/')}/{name}"
 
@@ -55,10 +60,13 @@ def ensure_table(spark: SparkSession, root: str, name: str) -> str:
 
     schema, partitions = TABLES[name]
     path = table_path(root, name)
+    if path in _ENSURED:
+        return path
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
     if partitions:
         builder = builder.partitionedBy(*partitions)
     builder.execute()
+    _ENSURED.add(path)
     return path
 
 

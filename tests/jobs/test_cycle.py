@@ -164,3 +164,32 @@ def test_counters_are_written_per_segment(crawl: Crawl) -> None:
     assert {"generate/urls", "fetch/page/success", "updatedb/new_urls"} <= names
     lines = Path(crawl.web.access_log).read_text().splitlines()
     assert all(json.loads(line)["user_agent"].startswith("trawl/") for line in lines)
+
+
+def test_sql_over_all_segments_prints_json_rows(
+    crawl: Crawl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trawl.cli import main
+
+    query = "SELECT segment, count(*) AS n FROM fetch WHERE kind = 'page' GROUP BY 1 ORDER BY 1"
+    assert main(["sql", "--crawl", crawl.root, "--json", query]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["segment"] for r in rows] == crawl.segments
+    assert all(r["n"] > 0 for r in rows)
+
+
+def test_sql_error_is_reported_not_raised(crawl: Crawl, capsys: pytest.CaptureFixture[str]) -> None:
+    from trawl.cli import main
+
+    assert main(["sql", "--crawl", crawl.root, "SELECT nope FROM crawldb"]) == 2
+    assert "trawl sql:" in capsys.readouterr().err
+
+
+def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
+    from trawl.stats import crawl_stats
+
+    stats = crawl_stats(crawl.spark, crawl.root)
+    total = stats["totals"][0]["urls"]
+    assert total == read_table(crawl.spark, crawl.root, "crawldb").count()
+    assert sum(r["urls"] for r in stats["by_status"]) == total
+    assert [r["segment"] for r in stats["segments"] if r["fetched"]] == crawl.segments

@@ -21,6 +21,12 @@ from trawl.stages.common import StageContext
 from trawl.status import CrawlStatus
 from trawl.tables import delta_table, read_table
 
+# What the fetch task needs to know of a host from hostdb: its politeness
+# state and the cached robots.txt, carried on every fetch-list row.
+HOST_HINTS = (
+    "delay_s", "crawl_delay_s", "robots_url", "robots_status", "robots_http_status",
+    "robots_body", "robots_fetched_at", "next_allowed_at",
+)  # fmt: skip
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 
 
@@ -58,18 +64,7 @@ def select_fetchlist(
 ) -> DataFrame:
     """The segment's fetch list, without the task column (see ``assign``)."""
     g, p = ctx.cfg.generate, ctx.cfg.politeness
-    hosts = hostdb.select(
-        "host",
-        F.col("ip").alias("host_ip"),
-        "delay_s",
-        "crawl_delay_s",
-        "robots_url",
-        "robots_status",
-        "robots_http_status",
-        "robots_body",
-        "robots_fetched_at",
-        "backoff_until",
-    )
+    hosts = hostdb.select("host", F.col("ip").alias("host_ip"), "backoff_until", *HOST_HINTS)
     due = (
         due_urls(crawldb, ctx)
         .join(hosts, "host", "left")
@@ -118,13 +113,7 @@ def select_fetchlist(
         "etag",
         "last_modified",
         "content_sha256",
-        "delay_s",
-        "crawl_delay_s",
-        "robots_url",
-        "robots_status",
-        "robots_http_status",
-        "robots_body",
-        "robots_fetched_at",
+        *HOST_HINTS,
     )
 
 

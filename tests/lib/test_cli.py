@@ -1,0 +1,39 @@
+"""The command line without Spark: parsing, config errors, help."""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.cli import build_parser, main
+
+
+def test_bad_config_override_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", "--set", "fetch.nope=1"]) == 2
+    assert "unknown config key fetch.nope" in capsys.readouterr().err
+
+
+def test_bad_at_is_rejected_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["generate", "--at", "yesterday"])
+    assert exc.value.code == 2
+    assert "ISO 8601" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["inject", "seeds.txt"], "inject"),
+        (["cycle", "--cycles", "3", "--seeds", "a.txt", "b.txt"], "cycle"),
+        (["sql", "SELECT 1"], "sql"),
+        (["fetch", "--segment", "s1", "--time-limit", "5"], "fetch"),
+    ],
+)
+def test_commands_parse(argv: list[str], command: str) -> None:
+    args = build_parser().parse_args(argv)
+    assert args.command == command
+    assert args.crawl == "crawl"
+
+
+def test_at_without_zone_is_utc() -> None:
+    args = build_parser().parse_args(["generate", "--at", "2026-11-30T12:00:00"])
+    assert args.at.utcoffset().total_seconds() == 0
