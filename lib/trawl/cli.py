@@ -128,32 +128,17 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
 
     at = args.at or datetime.now(UTC)
     if args.command == "cycle":
-        from trawl.runner import say
+        from trawl.runner import run_cycles
 
         if args.seeds:
             ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
             emit([run_inject(ctx, args.seeds)], args.json, "inject")
-        rows: list[dict[str, Any]] = []
-        for i in range(args.cycles):
+
+        def cycle_ctx(i: int) -> StageContext:
             at_i = at + timedelta(seconds=args.step * i)
-            ctx = StageContext(spark, cfg, root, segment_id(at_i), at_i)
-            say(f"cycle {i + 1}/{args.cycles}: segment {ctx.segment}")
-            gen = run_generate(ctx)
-            say(f"  generated {gen['urls']} URLs on {gen['hosts']} hosts")
-            if not gen["urls"]:
-                break
-            got = run_fetch(ctx, args.time_limit)
-            say(f"  fetched: {got.get('fetch/page/success', 0)} pages")
-            upd = run_updatedb(ctx)
-            say(f"  updatedb: {upd['new_urls']} new URLs")
-            rows.append(
-                {
-                    "segment": ctx.segment,
-                    "generated": gen["urls"],
-                    "fetched": got.get("fetch/page/success", 0),
-                    "new_urls": upd["new_urls"],
-                }
-            )
+            return StageContext(spark, cfg, root, segment_id(at_i), at_i)
+
+        rows = run_cycles(cycle_ctx, args.cycles, args.time_limit)
         emit(rows, args.json, "cycles")
         return 0
     segment = args.segment

@@ -15,7 +15,6 @@ import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from trawl.config import Config
 
@@ -52,14 +51,14 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
 
 def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> int:
     from trawl.report import emit
-    from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, say, segment_id
+    from trawl.runner import run_cycles, run_inject, say, segment_id
     from trawl.session import build_spark
     from trawl.stages.common import StageContext
     from trawl.stats import crawl_stats
     from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
-    if out.exists():
-        shutil.rmtree(out)
+    for previous in (out / "crawl", out / "testweb"):  # a demo starts afresh
+        shutil.rmtree(previous, ignore_errors=True)
     t = cfg.testweb
     model = WebModel.generate(
         t.seed, hosts=t.hosts, ips=min(t.ips, t.hosts), agent=cfg.http.agent_name
@@ -75,27 +74,12 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
         at = datetime.now(UTC).replace(microsecond=0)
         ctx = StageContext(spark, ccfg, root, segment_id(at), at)
         emit([run_inject(ctx, [str(web.seeds_file)])], False, "inject")
-        per_cycle: list[dict[str, Any]] = []
-        for i in range(cycles):
-            at_i = at + timedelta(hours=i)
-            ctx = StageContext(spark, ccfg, root, segment_id(at_i), at_i)
-            say(f"cycle {i + 1}/{cycles}: generate {ctx.segment}")
-            gen = run_generate(ctx)
-            say(f"  {gen['urls']} URLs on {gen['hosts']} hosts in {gen['tasks']} tasks; fetching")
-            got = run_fetch(ctx)
-            upd = run_updatedb(ctx)
-            per_cycle.append(
-                {
-                    "cycle": i + 1,
-                    "segment": ctx.segment,
-                    "generated": gen["urls"],
-                    "fetched_ok": got.get("fetch/page/success", 0),
-                    "robots_denied": got.get("fetch/page/robots_denied", 0),
-                    "not_reached": got.get("fetch/page/not_reached", 0),
-                    "new_urls": upd["new_urls"],
-                }
-            )
-            say(f"  fetched {per_cycle[-1]['fetched_ok']} pages, {upd['new_urls']} new URLs")
+        per_cycle = run_cycles(
+            lambda i: StageContext(
+                spark, ccfg, root, segment_id(at + timedelta(hours=i)), at + timedelta(hours=i)
+            ),
+            cycles,
+        )
     emit(per_cycle, False, "cycles")
     for title, rows in crawl_stats(spark, root).items():
         emit(rows, False, title)

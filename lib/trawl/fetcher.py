@@ -139,7 +139,7 @@ class Fetcher:
         row = self.base_row(item, "robots", url, ip, started)
         row.update(
             http_status=status,
-            outcome=FetchOutcome.SUCCESS.value if status == 200 else None,
+            outcome=(outcome_for_http(status) if status else FetchOutcome.RETRY).value,
             robots_decision=rules.reason,
             robots_body=(body or b"")[: self.cfg.robots.max_bytes].decode("utf-8", "replace")
             if status == 200

@@ -9,8 +9,10 @@ its segment, replacing a previous run's, so ``trawl stats`` and SQL see them.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import functions as F
@@ -28,8 +30,6 @@ from trawl.tables import (
     write_segment_table,
 )
 
-Progress = Callable[[str], None]
-
 
 def segment_id(at: datetime) -> str:
     """Segment ids sort by logical time: ``20261130T0353Z``-style, UTC."""
@@ -41,6 +41,9 @@ def say(msg: str) -> None:
 
 
 def run_inject(ctx: StageContext, seeds: Sequence[str]) -> dict[str, Any]:
+    missing = [s for s in seeds if "://" not in s and not Path(s).exists()]
+    if missing:
+        raise FileNotFoundError(f"seed file not found: {', '.join(missing)}")
     ensure_all(ctx.spark, ctx.root)
     report = inject(ctx, seeds)
     write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
@@ -104,3 +107,35 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
         "hosts": report.hosts,
         "rejected": dict(report.rejected),
     }
+
+
+def run_cycles(
+    make_ctx: Callable[[int], StageContext], cycles: int, time_limit_s: float | None = None
+) -> list[dict[str, Any]]:
+    """generate -> fetch -> updatedb, ``cycles`` times, with progress on stderr.
+
+    ``make_ctx(i)`` gives cycle i's context (its logical time and segment).
+    Stops early when generate finds nothing due.
+    """
+    rows: list[dict[str, Any]] = []
+    for i in range(cycles):
+        ctx = make_ctx(i)
+        started = time.monotonic()
+        say(f"cycle {i + 1}/{cycles}: segment {ctx.segment}")
+        gen = run_generate(ctx)
+        say(f"  generate: {gen['urls']} URLs on {gen['hosts']} hosts in {gen['tasks']} tasks")
+        if not gen["urls"]:
+            break
+        got = run_fetch(ctx, time_limit_s)
+        say(f"  fetch: {got.get('fetch/page/success', 0)} pages fetched")
+        upd = run_updatedb(ctx)
+        elapsed = time.monotonic() - started
+        say(f"  updatedb: {upd['new_urls']} new URLs ({elapsed:.0f} s for the cycle)")
+        rows.append({
+            "cycle": i + 1, "segment": ctx.segment, "generated": gen["urls"],
+            "fetched_ok": got.get("fetch/page/success", 0),
+            "robots_denied": got.get("fetch/page/robots_denied", 0),
+            "not_reached": got.get("fetch/page/not_reached", 0),
+            "new_urls": upd["new_urls"], "seconds": round(elapsed, 1),
+        })  # fmt: skip
+    return rows

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from pathlib import Path
+
 import pytest
 
 from trawl.cli import build_parser, main
@@ -37,3 +40,15 @@ def test_commands_parse(argv: list[str], command: str) -> None:
 def test_at_without_zone_is_utc() -> None:
     args = build_parser().parse_args(["generate", "--at", "2026-11-30T12:00:00"])
     assert args.at.utcoffset().total_seconds() == 0
+
+
+def test_missing_seed_file_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trawl.config import Config
+    from trawl.runner import run_inject
+    from trawl.stages.common import StageContext
+
+    ctx = StageContext(None, Config(), str(tmp_path), "s1", datetime(2026, 1, 1, tzinfo=UTC))
+    with pytest.raises(FileNotFoundError, match="seed file not found"):
+        run_inject(ctx, [str(tmp_path / "nope.txt")])

@@ -70,7 +70,8 @@ def max_in_flight(intervals: Iterable[tuple[float, float]], slack_s: float = 0.0
     for _, delta in events:  # at equal times -1 sorts first: ends before starts
         current += delta
         peak = max(peak, current)
-    return peak
+    # A request shorter than the slack still was in flight on its own.
+    return max(peak, 1) if spans else 0
 
 
 def gaps(intervals: Iterable[tuple[float, float]]) -> list[float]:
