@@ -40,23 +40,21 @@ RESULTS = Path(__file__).resolve().parent / "results" / "cycle.jsonl"
 
 
 def efficiency(rows: list[dict[str, Any]], window_s: float) -> float:
+    """Requests made / requests politeness allowed in the window, over all IPs."""
     by_ip: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        ip = row["ip"] or row["host"]
-        slot = by_ip.setdefault(ip, {"made": 0, "unmet": 0, "gaps": []})
+    for row in sorted(rows, key=lambda r: r["fetched_at"]):
+        slot = by_ip.setdefault(row["ip"] or row["host"], {"made": [], "unmet": 0})
         if row["outcome"] == "not_reached":
             slot["unmet"] += 1
         elif row["http_status"] is not None or row["kind"] == "robots":
-            slot["made"] += 1
-            if row["delay_s"]:
-                slot["gaps"].append(row["delay_s"])
+            slot["made"].append(row["delay_s"] or 0.0)
     made = allowed = 0.0
     for slot in by_ip.values():
-        gap = sum(slot["gaps"]) / len(slot["gaps"]) if slot["gaps"] else 0.0
-        demand = slot["made"] + slot["unmet"]
-        cap = window_s / gap + 1 if gap > 0 else demand
-        made += slot["made"]
-        allowed += min(demand, cap)
+        owed = slot["made"][:-1]  # the gap after the last request was never waited
+        gap = sum(owed) / len(owed) if owed else 0.0
+        demand = len(slot["made"]) + slot["unmet"]
+        made += len(slot["made"])
+        allowed += min(demand, window_s / gap + 1) if gap > 0 else demand
     return made / allowed if allowed else 1.0
 
 

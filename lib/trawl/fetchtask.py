@@ -195,11 +195,13 @@ def run_fetch_task(
             software=f"trawl/{__version__}",
             extra_info={"segment": segment, "robots": "obey", "isPartOf": segment},
         )
+    fetcher = Fetcher.from_config(cfg, writer)
     try:
-        fetcher = Fetcher.from_config(cfg, writer)
         job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s)
         job.add_hosts(items)
-        yield from job.run()
+        rows = job.run()
     finally:
+        fetcher.client.close()
         if writer is not None:
             writer.close()
+    yield from rows
