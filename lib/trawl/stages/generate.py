@@ -10,14 +10,18 @@ The chosen crawldb rows are marked ``generated_segment`` in one MERGE.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
+from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from trawl.packing import assign_tasks
+from trawl.resolver import AddressRefused, Resolver
 from trawl.schemas import FETCHLIST_SCHEMA
-from trawl.stages.common import StageContext
+from trawl.stages.common import StageContext, map_records
 from trawl.status import CrawlStatus
 from trawl.tables import delta_table, read_table
 
@@ -59,6 +63,36 @@ def due_urls(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
     return crawldb.filter(unlocked & due & fetchable)
 
 
+ADDRESS_SCHEMA = StructType(
+    [StructField("host", StringType(), True), StructField("resolved_ip", StringType(), True)]
+)
+
+
+def with_addresses(due: DataFrame, ctx: StageContext) -> DataFrame:
+    """Fill ``host_ip`` for hosts hostdb does not know yet, by resolving them
+    (Nutch's generate.count.mode=byIP does the same), so hosts that share an
+    address share one budget and one task from their first cycle on. The SSRF
+    verdict is the fetcher's; here a refused address still names the group."""
+    cfg = ctx.cfg
+
+    def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        resolver = Resolver(
+            cfg.dns.hosts_file or None, cfg.fetch.allow_networks, cache_ttl_s=cfg.dns.cache_ttl_s
+        )
+        for row in rows:
+            try:
+                address: str | None = resolver.resolve(row["host"])
+            except AddressRefused as exc:
+                address = exc.address
+            yield {"host": row["host"], "resolved_ip": address}
+
+    unknown = due.filter(F.col("host_ip").isNull()).select("host").distinct()
+    resolved = map_records(unknown, fn, ADDRESS_SCHEMA)
+    return due.join(resolved, "host", "left").withColumn(
+        "host_ip", F.coalesce(F.col("host_ip"), F.col("resolved_ip"))
+    )
+
+
 def select_fetchlist(
     crawldb: DataFrame, hostdb: DataFrame, policy: DataFrame, ctx: StageContext
 ) -> DataFrame:
@@ -66,8 +100,7 @@ def select_fetchlist(
     g, p = ctx.cfg.generate, ctx.cfg.politeness
     hosts = hostdb.select("host", F.col("ip").alias("host_ip"), "backoff_until", *HOST_HINTS)
     due = (
-        due_urls(crawldb, ctx)
-        .join(hosts, "host", "left")
+        with_addresses(due_urls(crawldb, ctx).join(hosts, "host", "left"), ctx)
         .join(effective_policy(policy, ctx), "host", "left")
         .filter(~F.coalesce(F.col("policy_blocked"), F.lit(False)))
         .filter(
