@@ -26,11 +26,3 @@ def assign_tasks(groups: Iterable[tuple[str, float]], tasks: int) -> dict[str, i
         out[key] = task
         heapq.heappush(loads, (load + max(cost, 0.0), task))
     return out
-
-
-def host_cap(max_per_host: int, window_s: float, gap_s: float) -> int:
-    """How many URLs of one host fit in the fetch window at its politeness gap
-    (at least one, at most ``max_per_host``)."""
-    if gap_s <= 0:
-        return max_per_host
-    return max(1, min(max_per_host, int(window_s // gap_s) + 1))

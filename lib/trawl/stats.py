@@ -68,12 +68,3 @@ def crawl_stats(spark: SparkSession, root: str) -> dict[str, list[dict[str, Any]
             ).collect()
         ],
     }
-
-
-def segment_outcomes(spark: SparkSession, root: str) -> list[dict[str, Any]]:
-    return [
-        r.asDict()
-        for r in spark.sql(
-            "SELECT segment, name, value FROM counters WHERE job = 'fetch' ORDER BY segment, name"
-        ).collect()
-    ]

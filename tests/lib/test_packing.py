@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from trawl.packing import assign_tasks, host_cap
+from trawl.packing import assign_tasks
 
 Groups = list[tuple[str, float]]
 
@@ -109,23 +109,3 @@ def test_more_tasks_than_groups_spreads_them_out() -> None:
 def test_tasks_below_one_raise(tasks: int) -> None:
     with pytest.raises(ValueError, match="tasks must be >= 1"):
         assign_tasks([("a", 1.0)], tasks)
-
-
-@pytest.mark.parametrize(
-    ("max_per_host", "window_s", "gap_s", "expected"),
-    [
-        (200, 600.0, 1.0, 200),  # 601 fit: capped by max_per_host
-        (200, 600.0, 10.0, 61),  # window / gap + 1 (visits at 0, 10, ..., 600)
-        (200, 600.0, 7.0, 86),  # floor(600 / 7) + 1
-        (200, 600.0, 600.0, 2),
-        (200, 600.0, 601.0, 1),
-        (200, 600.0, 3600.0, 1),  # at least one
-        (200, 0.0, 5.0, 1),
-        (200, 600.0, 0.0, 200),  # no gap: only the cap limits
-        (200, 600.0, -1.0, 200),
-        (5, 600.0, 1.0, 5),
-        (1, 600.0, 1.0, 1),
-    ],
-)
-def test_host_cap(max_per_host: int, window_s: float, gap_s: float, expected: int) -> None:
-    assert host_cap(max_per_host, window_s, gap_s) == expected
