@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,13 +95,15 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
 
 def _next_steps(out: Path) -> str:
     crawl = out / "crawl"
+    # The command as the user ran it (e.g. .venv/bin/trawl), so the hints paste.
+    trawl = sys.argv[0] if Path(sys.argv[0]).name == "trawl" else "trawl"
     return (
         "\nQuery the crawl:\n"
-        f"  trawl stats --crawl {crawl}\n"
-        f'  trawl sql --crawl {crawl} "SELECT status, count(*) AS n FROM crawldb GROUP BY 1"\n'
-        f'  trawl sql --crawl {crawl} "SELECT host, delay_s, robots_status, fetches '
+        f"  {trawl} stats --crawl {crawl}\n"
+        f'  {trawl} sql --crawl {crawl} "SELECT status, count(*) AS n FROM crawldb GROUP BY 1"\n'
+        f'  {trawl} sql --crawl {crawl} "SELECT host, delay_s, robots_status, fetches '
         'FROM hostdb ORDER BY fetches DESC LIMIT 10"\n'
-        f'  trawl sql --crawl {crawl} "SELECT segment, outcome, count(*) FROM fetch '
+        f'  {trawl} sql --crawl {crawl} "SELECT segment, outcome, count(*) FROM fetch '
         'GROUP BY 1, 2 ORDER BY 1, 2"\n'
         f"WARC files: {crawl}/segments/*/warc/\n"
     )
