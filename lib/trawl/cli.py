@@ -130,15 +130,10 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "cycle":
         from trawl.runner import run_cycles
 
+        ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
         if args.seeds:
-            ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
             emit([run_inject(ctx, args.seeds)], args.json, "inject")
-
-        def cycle_ctx(i: int) -> StageContext:
-            at_i = at + timedelta(seconds=args.step * i)
-            return StageContext(spark, cfg, root, segment_id(at_i), at_i)
-
-        rows = run_cycles(cycle_ctx, args.cycles, args.time_limit)
+        rows = run_cycles(ctx, args.cycles, timedelta(seconds=args.step), args.time_limit)
         emit(rows, args.json, "cycles")
         return 0
     segment = args.segment

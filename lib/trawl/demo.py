@@ -75,12 +75,7 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
         at = datetime.now(UTC).replace(microsecond=0)
         ctx = StageContext(spark, ccfg, root, segment_id(at), at)
         emit([run_inject(ctx, [str(web.seeds_file)])], False, "inject")
-        per_cycle = run_cycles(
-            lambda i: StageContext(
-                spark, ccfg, root, segment_id(at + timedelta(hours=i)), at + timedelta(hours=i)
-            ),
-            cycles,
-        )
+        per_cycle = run_cycles(ctx, cycles, timedelta(hours=1))
     emit(per_cycle, False, "cycles")
     for title, rows in crawl_stats(spark, root).items():
         emit(rows, False, title)

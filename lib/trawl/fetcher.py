@@ -96,10 +96,7 @@ class Fetcher:
             max_content_bytes=h.max_content_bytes,
             max_decompressed_bytes=h.max_decompressed_bytes,
         )
-        resolver = Resolver(
-            cfg.dns.hosts_file or None, cfg.fetch.allow_networks, cache_ttl_s=cfg.dns.cache_ttl_s
-        )
-        return cls(cfg, resolver, client, warc)
+        return cls(cfg, Resolver.from_config(cfg), client, warc)
 
     # -- robots.txt ------------------------------------------------------------
 

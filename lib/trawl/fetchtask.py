@@ -47,9 +47,7 @@ def cached_rules(item: Mapping[str, Any], cfg: Config, now: datetime) -> RobotsR
         return None
     if origin_of(str(item["robots_url"])) != origin_of(str(item["url"])):
         return None
-    if fetched_at.tzinfo is None:
-        fetched_at = fetched_at.replace(tzinfo=UTC)
-    if now - fetched_at > timedelta(seconds=cfg.robots.cache_ttl_s):
+    if now - _utc(fetched_at) > timedelta(seconds=cfg.robots.cache_ttl_s):
         return None
     if status == "parsed":
         body = item.get("robots_body") or ""
@@ -62,9 +60,12 @@ def _monotonic_at(when: datetime | None, now: datetime) -> float:
     host's next allowed visit, carried over from the last cycle)."""
     if when is None:
         return 0.0
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return time.monotonic() + (when - now).total_seconds()
+    return time.monotonic() + (_utc(when) - now).total_seconds()
+
+
+def _utc(when: datetime) -> datetime:
+    """Spark hands timestamps back naive (session time zone UTC): make them aware."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class FetchTask:
@@ -85,12 +86,16 @@ class FetchTask:
         with self._lock:
             self.rows.append(row)
 
-    def skip(self, item: Mapping[str, Any], outcome: FetchOutcome, why: str) -> None:
+    def unfetched_row(self, item: Mapping[str, Any], outcome: FetchOutcome, **fields: Any) -> Row:
+        """The row of a URL decided without a response (skipped, denied, ...)."""
         row = self.fetcher.base_row(
             item, "page", str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
         )
-        row.update(outcome=outcome.value, error=why, robots_decision=None)
-        self.emit(row)
+        row.update(outcome=outcome.value, **fields)
+        return row
+
+    def skip(self, item: Mapping[str, Any], outcome: FetchOutcome, why: str) -> None:
+        self.emit(self.unfetched_row(item, outcome, error=why))
 
     def add_hosts(self, items: Iterable[Mapping[str, Any]]) -> None:
         by_host: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -158,10 +163,7 @@ class FetchTask:
 
     def _no_request(self, item: Mapping[str, Any], outcome: FetchOutcome, why: str) -> Visit:
         """A decision without a request: no politeness gap is owed for it."""
-        row = self.fetcher.base_row(
-            item, "page", str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
-        )
-        row.update(outcome=outcome.value, robots_decision=why)
+        row = self.unfetched_row(item, outcome, robots_decision=why)
         return Visit(row, 0.0, failed=False, no_request=True)
 
     def run(self) -> list[Row]:

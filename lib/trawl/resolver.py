@@ -40,7 +40,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from trawl.config import Config
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -200,6 +203,13 @@ class Resolver:
         self._lookup = lookup
         self._cache: dict[str, tuple[float, IPAddress | None]] = {}  # name -> (expires, addr)
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> Resolver:
+        """The resolver of ``dns.*`` and ``fetch.allow_networks``."""
+        return cls(
+            cfg.dns.hosts_file or None, cfg.fetch.allow_networks, cache_ttl_s=cfg.dns.cache_ttl_s
+        )
 
     def resolve(self, host: str) -> str:
         """The address to connect to for ``host``, or ``AddressRefused``.

@@ -8,10 +8,11 @@ its segment, replacing a previous run's, so ``trawl stats`` and SQL see them.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -110,16 +111,17 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
 
 
 def run_cycles(
-    make_ctx: Callable[[int], StageContext], cycles: int, time_limit_s: float | None = None
+    first: StageContext, cycles: int, step: timedelta, time_limit_s: float | None = None
 ) -> list[dict[str, Any]]:
     """generate -> fetch -> updatedb, ``cycles`` times, with progress on stderr.
 
-    ``make_ctx(i)`` gives cycle i's context (its logical time and segment).
-    Stops early when generate finds nothing due.
+    Cycle i runs at logical time ``first.at + i * step``, in the segment named
+    after that time. Stops early when generate finds nothing due.
     """
     rows: list[dict[str, Any]] = []
     for i in range(cycles):
-        ctx = make_ctx(i)
+        at = first.at + i * step
+        ctx = dataclasses.replace(first, at=at, segment=segment_id(at))
         started = time.monotonic()
         say(f"cycle {i + 1}/{cycles}: segment {ctx.segment}")
         gen = run_generate(ctx)

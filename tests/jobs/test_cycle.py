@@ -195,3 +195,26 @@ def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
     assert total == read_table(crawl.spark, crawl.root, "crawldb").count()
     assert sum(r["urls"] for r in stats["by_status"]) == total
     assert [r["segment"] for r in stats["segments"] if r["fetched"]] == crawl.segments
+
+
+def test_cycle_command_injects_and_runs_cycles(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trawl.cli import main
+
+    model = WebModel.generate(5, hosts=4, ips=2, pages_per_host=(2, 4))
+    with TestWeb(model, tmp_path / "web", n_seeds=4) as web:
+        argv = [
+            "cycle", "--crawl", str(tmp_path / "crawl"), "--cycles", "2", "--json",
+            "--at", "2026-11-30T00:00:00Z", "--seeds", str(web.seeds_file),
+            "--set", f"dns.hosts_file={web.hosts_file}",
+            "--set", 'fetch.allow_networks=["127.0.0.0/8"]',
+            "--set", "politeness.min_delay_s=0.05", "--set", "politeness.delay_factor=1",
+            "--time-limit", "20",
+        ]  # fmt: skip
+        assert main(argv) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    inject, cycles = rows[0], rows[1:]
+    assert inject["accepted"] > 0
+    assert [c["segment"] for c in cycles] == ["20261130T000000Z", "20261130T010000Z"]
+    assert cycles[0]["fetched_ok"] > 0

@@ -43,7 +43,7 @@ def effective_policy(policy: DataFrame, ctx: StageContext) -> DataFrame:
         F.col("target").alias("host"),
         (
             F.coalesce(F.col("blocked"), F.lit(False))
-            | (F.coalesce(F.col("paused_until"), F.lit(None)) > now)
+            | F.coalesce(F.col("paused_until") > now, F.lit(False))
         ).alias("policy_blocked"),
         F.col("min_delay_s").alias("policy_min_delay_s"),
         F.col("max_pages_per_cycle").alias("policy_max_pages"),
@@ -76,9 +76,7 @@ def with_addresses(due: DataFrame, ctx: StageContext) -> DataFrame:
     cfg = ctx.cfg
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        resolver = Resolver(
-            cfg.dns.hosts_file or None, cfg.fetch.allow_networks, cache_ttl_s=cfg.dns.cache_ttl_s
-        )
+        resolver = Resolver.from_config(cfg)
         for row in rows:
             try:
                 address: str | None = resolver.resolve(row["host"])
