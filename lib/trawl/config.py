@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -58,6 +59,9 @@ class HttpConfig:
     total_timeout_s: float = 30.0
     max_content_bytes: int = 2_097_152
     max_decompressed_bytes: int = 10_485_760
+    min_transfer_rate_bps: float = 1024.0
+    transfer_rate_window_s: float = 10.0
+    accept_encoding: str = "gzip, deflate, br"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class FetchConfig:
     threads_per_task: int = 16
     time_limit_s: float = 900.0
     max_outlinks_per_page: int = 500
+    follow_redirects: int = 0
+    policy_refresh_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,10 @@ class PolitenessConfig:
     min_delay_s: float = 1.0
     delay_factor: float = 10.0
     max_delay_s: float = 60.0
+    mode: str = "both"
+    max_backoff_s: float = 3600.0
+    max_failures: int = 10
+    failure_pause_s: float = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -87,12 +97,14 @@ class RobotsConfig:
     max_crawl_delay_s: float = 30.0
     cache_ttl_s: float = 86_400.0
     max_bytes: int = 512_000
+    unreachable_fallback_s: float = 2_592_000.0
 
 
 @dataclass(frozen=True)
 class GenerateConfig:
     top_n: int = 50_000
     max_per_host: int = 200
+    max_per_domain: int = 1000
     fetch_window_s: float = 600.0
 
 
@@ -194,7 +206,38 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
             raise ConfigError(f"unknown config section [{name}] (known: {', '.join(known)})")
         cls = known[name].default_factory
         sections[name] = _build_section(name, cls, values)
-    return Config(**sections)
+    cfg = Config(**sections)
+    _validate(cfg)
+    return cfg
+
+
+POLITENESS_MODES = ("byHost", "byIP", "both")
+MAX_POLICY_REFRESH_S = 60.0  # a policy block must reach running fetches within a minute
+
+
+def _validate(cfg: Config) -> None:
+    """Checks of values (types are checked as they are read)."""
+    if not re.fullmatch(r"[A-Za-z_-]+", cfg.http.agent_name):
+        # RFC 9309 2.2.1: the product token is [a-zA-Z_-]; it is what
+        # robots.txt groups are matched against.
+        raise ConfigError(
+            f"http.agent_name must be a robots.txt product token ([A-Za-z_-]+), "
+            f"got {cfg.http.agent_name!r}"
+        )
+    if cfg.politeness.mode not in POLITENESS_MODES:
+        raise ConfigError(
+            f"politeness.mode must be one of {', '.join(POLITENESS_MODES)}, "
+            f"got {cfg.politeness.mode!r}"
+        )
+    if not 0 < cfg.fetch.policy_refresh_s <= MAX_POLICY_REFRESH_S:
+        raise ConfigError(
+            f"fetch.policy_refresh_s must be in (0, {MAX_POLICY_REFRESH_S:g}], "
+            f"got {cfg.fetch.policy_refresh_s:g}"
+        )
+    for key in ("fetch.follow_redirects", "politeness.max_failures"):
+        section, name = key.split(".")
+        if getattr(getattr(cfg, section), name) < 0:
+            raise ConfigError(f"{key} must not be negative")
 
 
 def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:
