@@ -31,10 +31,16 @@ collected here too. Matching is then protego's.
 
 Deliberate differences from Google's matcher (see tests/lib/test_robots.py):
 the URL is percent-encoded before matching (RFC 9309 2.2.2 MUST; Google leaves
-that to its caller), ``%xx`` escapes of unreserved characters match their
-literal character (the RFC 9309 2.2.2 example table), ``/robots.txt`` is always
-allowed (2.2.2), and the caller's agent is reduced to its product token so
-that a full User-Agent header works.
+that to its caller), and ``%xx`` escapes of unreserved characters match their
+literal character (the RFC 9309 2.2.2 example table). ``matches`` is the
+matcher alone, as Google's is; ``allowed`` is the crawler's decision, which
+adds RFC 9309 2.2.2's "the /robots.txt URI is implicitly allowed".
+
+The caller's agent is its product token (``http.agent_name``, which config
+checks to be one), compared case-insensitively with the token each
+user-agent line starts with. A caller string that is not a valid token
+("Foo Bar", "trawl/0.1") matches no named group and gets ``*``, as in Google's
+parser.
 """
 
 from __future__ import annotations
@@ -54,7 +60,6 @@ __all__ = [
     "RobotsRules",
     "is_valid_product_token",
     "path_params_query",
-    "product_token",
     "rules_for_fetch",
 ]
 
@@ -69,7 +74,6 @@ _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _LINE_END: Final = re.compile(rb"\r\n|\r|\n")  # RFC 9309 2.2: NL = CR / LF / CRLF
 _ASCII_WS: Final = " \t\n\r\f\v"
 _TOKEN_RUN: Final = re.compile(r"[A-Za-z_-]*")  # RFC 9309 2.2 `identifier`
-_CALLER_TOKEN: Final = re.compile(r"[A-Za-z_-]+(?!\w)")
 _PROTEGO_AGENT: Final = "trawl-selected-group"
 _BEFORE_PATH: Final = re.compile(r"(?://)?(?:[^/?;]*?://)?[^/?;]*")  # [//][scheme://]authority
 _ESCAPE_RUN: Final = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
@@ -79,19 +83,6 @@ _USER_AGENT_KEYS: Final = ("user-agent", "useragent", "user agent")
 _DISALLOW_KEYS: Final = ("disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw")
 _SITEMAP_KEYS: Final = ("sitemap", "site-map")
 _CRAWL_DELAY_KEYS: Final = frozenset({"crawl-delay", "crawl delay", "crawldelay"})
-
-
-def product_token(agent: str) -> str:
-    """Return the RFC 9309 2.2.1 product token our agent string starts with.
-
-    That is the leading run of ``[A-Za-z_-]`` (Google's ``ExtractUserAgent``),
-    so "trawl/0.1 (+http://x)" and "trawl bot" both give "trawl". The run must
-    be a whole word: "AB42bot" is no valid token (2.2.1 MUST) and gives "", so
-    it is bound only by ``*`` groups -- as with Google, which compares the
-    caller's string verbatim with the truncated tokens of user-agent lines.
-    """
-    match = _CALLER_TOKEN.match(agent.strip(_ASCII_WS))
-    return match.group() if match else ""
 
 
 def is_valid_product_token(token: str | None) -> bool:
@@ -190,10 +181,10 @@ class RobotsRules:
 
     @classmethod
     def parse(cls, body: bytes | str, agent: str, max_bytes: int = MAX_ROBOTS_BYTES) -> RobotsRules:
-        """Parse a robots.txt body for ``agent`` (a product token or a User-Agent)."""
+        """Parse a robots.txt body for ``agent``, our product token (RFC 9309 2.2.1)."""
         raw = body.encode("utf-8", "replace") if isinstance(body, str) else bytes(body)
         lines, truncated = _split_lines(raw, max_bytes)
-        token = product_token(agent).lower()
+        token = agent.lower() if is_valid_product_token(agent) else ""
         groups: list[_Group] = []
         sitemaps: list[str] = []
         current: _Group | None = None
@@ -250,17 +241,29 @@ class RobotsRules:
         )
 
     def allowed(self, url: str) -> bool:
-        """May ``url`` (absolute, or a path) be fetched under these rules?"""
+        """May the crawler fetch ``url`` (absolute, or a path) under these rules?
+
+        The rules' answer (``matches``), except that RFC 9309 2.2.2 makes
+        "/robots.txt" always allowed when a file was parsed.
+        """
+        if self._matcher is not None and path_params_query(url).partition("?")[0] == "/robots.txt":
+            return True
+        return self.matches(url)
+
+    def matches(self, url: str) -> bool:
+        """What the rules alone say of ``url``: True = allowed (longest match,
+        allow wins ties, RFC 9309 2.2.2). This is the matcher the conformance
+        corpora check."""
         if self._matcher is None:
             return self._default
         path = path_params_query(url)
-        # RFC 9309 2.2.2: "The /robots.txt URI is implicitly allowed."
-        if path.partition("?")[0] == "/robots.txt":
-            return True
         # Protego drops the scheme and authority itself; giving it a fixed one
         # keeps a path starting with "//" from being read as an authority.
         url = "http://robots.invalid" + _shield_escapes(path)
-        return bool(self._matcher.can_fetch(url, _PROTEGO_AGENT))
+        # The group's rule set, not ``Protego.can_fetch``, which always allows
+        # "/robots.txt": that exemption is ``allowed``'s (protego pinned at 0.7.0).
+        rule_set = self._matcher._get_matching_rule_set(_PROTEGO_AGENT)
+        return rule_set is None or bool(rule_set.can_fetch(url))
 
     def crawl_delay(self) -> float | None:
         """Crawl-delay in seconds for our group (or ``*``), None if not given."""
