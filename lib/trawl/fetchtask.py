@@ -8,14 +8,36 @@ rules from hostdb's cached copy or fetches robots.txt first, and lets
 scheduler. Every URL of the fetchlist comes out as exactly one ``page`` row:
 fetched, denied, deferred, blocked, or ``not_reached`` when the segment's
 time limit came first (released for the next cycle, never lost).
+
+Decisions taken on the way, each recorded in the row (``robots_decision`` or
+``error``) and counted by the fetch job:
+
+- robots.txt unreachable (5xx, 429, network error): the last usable copy from
+  hostdb is used if there is one (RFC 9309 2.4 allows it past 24 h in that
+  case); without one the host is completely disallowed (2.3.1.4) and its URLs
+  deferred after ``ROBOTS_ATTEMPTS`` tries with back-off, until the outage
+  passes ``robots.unreachable_fallback_s`` (30 days), after which the host
+  counts as having no robots.txt;
+- a Crawl-delay above ``robots.max_crawl_delay_s``: one request this segment,
+  the host's other URLs deferred, its next visit not before the full delay;
+- ``politeness.max_failures`` failures in a row: the host's other URLs
+  deferred (hostdb then pauses it for ``politeness.failure_pause_s``);
+- an operator's policy (``trawl policy``), re-read every
+  ``fetch.policy_refresh_s``: a blocked or paused host's remaining URLs are
+  deferred mid-segment, a minimum delay applies from the next request;
+- redirects: followed up to ``fetch.follow_redirects`` hops when the target
+  passes the URL filters and its host is fetched by this task (so under that
+  host's politeness), otherwise recorded for a later cycle; no URL is fetched
+  twice in one task (and a host belongs to one task only).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,36 +45,72 @@ from typing import Any
 from trawl import __version__
 from trawl.config import Config
 from trawl.fetcher import Fetcher, Row, Visit, origin_of
+from trawl.frontier import admit, url_filter
 from trawl.politeness import GapRule, HostScheduler
 from trawl.resolver import AddressRefused
 from trawl.robots import UNREACHABLE_REASONS, RobotsRules
 from trawl.status import FetchOutcome
+from trawl.urlnorm import registered_domain
 from trawl.warc import WarcWriter, warc_filename
+
+ROBOTS_ATTEMPTS = 3  # robots.txt fetches per host and task while it is unreachable
+# An operator's verdict on a host: None (no rule), or (why it must stop --
+# "" if it need not --, minimum delay). A source gives a fresh view when called.
+HostVerdict = Callable[[str, str, datetime], tuple[str, float | None] | None]
+PolicySource = Callable[[], HostVerdict]
 
 
 def gap_rule(cfg: Config) -> GapRule:
     p = cfg.politeness
-    return GapRule(p.min_delay_s, p.delay_factor, p.max_delay_s, cfg.robots.max_crawl_delay_s)
+    return GapRule(
+        p.min_delay_s, p.delay_factor, p.max_delay_s, cfg.robots.max_crawl_delay_s, p.max_backoff_s
+    )
 
 
-def cached_rules(item: Mapping[str, Any], cfg: Config, now: datetime) -> RobotsRules | None:
-    """Rules from hostdb's copy if it is for this origin and younger than the
-    cache limit (RFC 9309 2.4: no longer than 24 hours). Failures are never
-    cached: an unreachable robots.txt is asked again."""
-    fetched_at = item.get("robots_fetched_at")
+def stored_rules(item: Mapping[str, Any], cfg: Config) -> RobotsRules | None:
+    """The last usable robots.txt answer hostdb keeps for this origin (a parsed
+    file or an allow-all 4xx), whatever its age; None if there is none."""
     status = item.get("robots_status")
-    if not fetched_at or not item.get("robots_url") or not status:
+    if not item.get("robots_fetched_at") or not item.get("robots_url") or not status:
         return None
     if status in UNREACHABLE_REASONS:
         return None
     if origin_of(str(item["robots_url"])) != origin_of(str(item["url"])):
         return None
-    if now - _utc(fetched_at) > timedelta(seconds=cfg.robots.cache_ttl_s):
-        return None
     if status == "parsed":
         body = item.get("robots_body") or ""
         return RobotsRules.parse(body, cfg.http.agent_name, max_bytes=cfg.robots.max_bytes)
     return RobotsRules.allow_all(str(status))
+
+
+def cached_rules(item: Mapping[str, Any], cfg: Config, now: datetime) -> RobotsRules | None:
+    """hostdb's copy if it is younger than the cache limit (RFC 9309 2.4: no
+    longer than 24 hours) and no outage began since; else None (fetch it)."""
+    fetched_at = item.get("robots_fetched_at")
+    if not fetched_at or item.get("robots_unreachable_since"):
+        return None
+    if now - _utc(fetched_at) > timedelta(seconds=cfg.robots.cache_ttl_s):
+        return None
+    return stored_rules(item, cfg)
+
+
+def rules_when_unreachable(
+    item: Mapping[str, Any], fetched: RobotsRules, cfg: Config, now: datetime
+) -> RobotsRules:
+    """What governs a host whose robots.txt could not be fetched just now.
+
+    RFC 9309 2.3.1.4 / 2.4: keep using a cached copy if there is one; with
+    none, complete disallow -- until the outage is older than
+    ``robots.unreachable_fallback_s``, then no restrictions (as Google does
+    after 30 days).
+    """
+    stored = stored_rules(item, cfg)
+    if stored is not None:
+        return stored.relabelled(f"stale_copy_{fetched.reason}")
+    since = item.get("robots_unreachable_since")
+    if since and now - _utc(since) > timedelta(seconds=cfg.robots.unreachable_fallback_s):
+        return RobotsRules.allow_all(f"unreachable_long_{fetched.reason}")
+    return fetched
 
 
 def _monotonic_at(when: datetime | None, now: datetime) -> float:
@@ -71,16 +129,27 @@ def _utc(when: datetime) -> datetime:
 class FetchTask:
     """State of one running task; ``run`` yields the fetch rows."""
 
-    def __init__(self, cfg: Config, fetcher: Fetcher, deadline: float) -> None:
+    def __init__(
+        self, cfg: Config, fetcher: Fetcher, deadline: float, policy: PolicySource | None = None
+    ) -> None:
         self.cfg = cfg
         self.fetcher = fetcher
+        self.rule = gap_rule(cfg)
         self.scheduler: HostScheduler[Mapping[str, Any]] = HostScheduler(
-            gap_rule(cfg), deadline, time.monotonic
+            self.rule, deadline, time.monotonic, mode=cfg.politeness.mode
         )
+        self.policy = policy
+        self.url_filter = url_filter(cfg)
         self.rules: dict[str, RobotsRules] = {}  # origin -> rules in force
+        self.robots_tries: dict[str, int] = defaultdict(int)  # origin -> failed fetches
         self.ips: dict[str, str] = {}
+        self.domains: dict[str, str] = {}
+        self.first_item: dict[str, Mapping[str, Any]] = {}  # host -> hostdb hints
+        self.seen: set[str] = set()  # URLs of this task: none is fetched twice
+        self.stopped: dict[str, str] = {}  # host -> why its work was taken out
         self.rows: list[Row] = []
         self._lock = threading.Lock()
+        self._done = threading.Event()
 
     def emit(self, row: Row) -> None:
         with self._lock:
@@ -103,6 +172,7 @@ class FetchTask:
             by_host[str(item["host"])].append(item)
         now = datetime.now(UTC)
         for host, host_items in by_host.items():
+            self.seen.update(str(item["url"]) for item in host_items)
             try:
                 ip = self.fetcher.resolver.resolve(host)
             except AddressRefused as exc:
@@ -114,6 +184,8 @@ class FetchTask:
                 continue
             self.ips[host] = ip
             first = host_items[0]
+            self.first_item[host] = first
+            self.domains[host] = str(first.get("domain") or registered_domain(host))
             rules = cached_rules(first, self.cfg, now)
             if rules is not None:
                 self.rules[origin_of(str(first["url"]))] = rules
@@ -135,31 +207,132 @@ class FetchTask:
                 self.skip(item, FetchOutcome.RETRY, f"internal: {type(exc).__name__}: {exc}")
                 self.scheduler.release(host, 0.0, failed=True)
                 continue
-            visit.row["delay_s"] = self.scheduler.release(
+            gap = self.scheduler.release(
                 host, visit.response_s, visit.failed, visit.retry_after_s, visit.no_request
             )
+            visit.row["delay_s"] = gap
+            if not visit.no_request:
+                self.after_request(host, item, visit)
             self.emit(visit.row)
 
     def visit(self, host: str, item: Mapping[str, Any]) -> Visit:
         origin = origin_of(str(item["url"]))
         ip = self.ips[host]
-        if origin not in self.rules:
-            visit = self.fetcher.visit_robots(item, ip)
-            assert visit.rules is not None
-            self.rules[origin] = visit.rules
-            self.scheduler.set_crawl_delay(host, visit.rules.crawl_delay())
-            self.scheduler.push_front(host, item)
-            return visit
-        rules = self.rules[origin]
+        rules = self.rules.get(origin)
+        if rules is None or (rules.unreachable and self.robots_tries[origin] < ROBOTS_ATTEMPTS):
+            return self.visit_robots(host, item, origin, ip)
         if rules.unreachable:
             # RFC 9309 2.3.1.4: unreachable robots.txt means complete disallow;
-            # the URL is not gone, it waits for the host to answer again.
+            # the URLs are not gone, they wait for the host to answer again.
+            self.stop(host, FetchOutcome.DEFERRED, "robots_unreachable", robots=True)
             return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
         if not rules.allowed(str(item["url"])):
-            return self._no_request(item, FetchOutcome.ROBOTS_DENIED, "robots_denied")
+            return self._no_request(item, FetchOutcome.ROBOTS_DENIED, _denied(rules))
         visit = self.fetcher.visit_page(item, ip)
-        visit.row["robots_decision"] = "allowed"
+        visit.row["robots_decision"] = _allowed(rules)
         return visit
+
+    def visit_robots(self, host: str, item: Mapping[str, Any], origin: str, ip: str) -> Visit:
+        """Fetch robots.txt for ``origin``; the item goes back to the head of
+        the host's queue, to be decided under the rules now in force."""
+        visit = self.fetcher.visit_robots(item, ip)
+        assert visit.rules is not None
+        rules = visit.rules
+        if rules.unreachable:
+            self.robots_tries[origin] += 1
+            rules = rules_when_unreachable(item, rules, self.cfg, datetime.now(UTC))
+            visit.row["robots_decision"] = rules.reason
+        self.rules[origin] = rules
+        self.scheduler.set_crawl_delay(host, rules.crawl_delay())
+        self.scheduler.push_front(host, item)
+        return visit
+
+    def after_request(self, host: str, item: Mapping[str, Any], visit: Visit) -> None:
+        """Decisions that follow a request: over-cap Crawl-delay, a failing
+        host, a redirect to follow."""
+        crawl_delay = self.rules.get(origin_of(str(item["url"])))
+        delay = crawl_delay.crawl_delay() if crawl_delay else None
+        if self.rule.over_cap(delay) and visit.row.get("kind") == "page":
+            assert delay is not None
+            # Never faster than asked: hostdb carries the full delay to the next visit.
+            visit.row["delay_s"] = max(float(visit.row["delay_s"]), delay)
+            self.stop(host, FetchOutcome.DEFERRED, "crawl_delay_over_cap")
+        elif self.scheduler.failures(host) >= self.cfg.politeness.max_failures:
+            self.stop(host, FetchOutcome.DEFERRED, "host_failing")
+        target = visit.row.get("redirect_to")
+        if target and visit.row.get("kind") == "page":
+            self.follow(item, str(target))
+
+    def follow(self, item: Mapping[str, Any], target: str) -> None:
+        """Queue a redirect target under its host's politeness, if allowed here."""
+        hops = int(item.get("redirect_hops") or 0)
+        if hops >= self.cfg.fetch.follow_redirects or target in self.seen:
+            return
+        record, _ = admit(
+            target,
+            self.cfg,
+            self.url_filter,
+            source="redirect",
+            depth=int(item.get("depth") or 0),
+            score=0.0,
+            at=datetime.now(UTC),
+            segment=None,
+        )
+        host = record["host"] if record else None
+        if record is None or host not in self.first_item or host in self.stopped:
+            return  # another task's host, or filtered: updatedb records it
+        self.seen.add(record["url"])
+        follow = dict(self.first_item[host])
+        follow.update(
+            url=record["url"],
+            url_fp=record["url_fp"],
+            host=host,
+            host_bucket=record["host_bucket"],
+            depth=item.get("depth"),
+            prev_status=None,
+            etag=None,
+            last_modified=None,
+            content_sha256=None,
+            redirect_hops=hops + 1,
+            redirect_from=item["url"],
+        )
+        self.scheduler.add_item(host, follow)
+
+    def stop(self, host: str, outcome: FetchOutcome, why: str, robots: bool = False) -> None:
+        """Take a host's remaining URLs out of this task, each with a row."""
+        with self._lock:
+            self.stopped.setdefault(host, why)
+        for item in self.scheduler.stop_host(host):
+            if robots:
+                self.emit(self.unfetched_row(item, outcome, robots_decision=why))
+            else:
+                self.skip(item, outcome, why)
+
+    def check_policy(self) -> None:
+        """Apply the operator's policy to every host of the task (see ``run``)."""
+        if self.policy is None:
+            return
+        view = self.policy()
+        now = datetime.now(UTC)
+        for host in self.scheduler.hosts():
+            if host in self.stopped:
+                continue
+            verdict = view(host, self.domains.get(host, ""), now)
+            if verdict is None:
+                self.scheduler.set_min_delay(host, None)
+                continue
+            why, min_delay = verdict
+            if why:
+                self.stop(host, FetchOutcome.DEFERRED, f"policy: {why}")
+            else:
+                self.scheduler.set_min_delay(host, min_delay)
+
+    def watch_policy(self) -> None:
+        while not self._done.wait(self.cfg.fetch.policy_refresh_s):
+            try:
+                self.check_policy()
+            except Exception as exc:  # keep fetching under the last good view
+                print(f"[trawl] policy re-read failed: {exc}", file=sys.stderr, flush=True)
 
     def _no_request(self, item: Mapping[str, Any], outcome: FetchOutcome, why: str) -> Visit:
         """A decision without a request: no politeness gap is owed for it."""
@@ -167,17 +340,57 @@ class FetchTask:
         return Visit(row, 0.0, failed=False, no_request=True)
 
     def run(self) -> list[Row]:
+        self.check_policy()  # a rule set since generate applies before the first request
         threads = [
             threading.Thread(target=self.worker, name=f"fetch-{i}", daemon=True)
             for i in range(max(1, self.cfg.fetch.threads_per_task))
         ]
+        watcher = threading.Thread(target=self.watch_policy, name="fetch-policy", daemon=True)
+        watcher.start()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        self._done.set()
+        watcher.join()
         for _, item in self.scheduler.drain():
             self.skip(item, FetchOutcome.NOT_REACHED, "time_limit")
         return self.rows
+
+
+def policy_source(root: str) -> PolicySource:
+    """The operator's policy table (``trawl policy``) as a fetch task reads it:
+    each call re-reads it (cheaply when nothing changed) and returns a view."""
+    from trawl.policy import PolicyView, resolve
+
+    table = PolicyView(root)
+
+    def source() -> HostVerdict:
+        rules = table.refresh()
+
+        def verdict(host: str, domain: str, now: datetime) -> tuple[str, float | None] | None:
+            if not rules:
+                return None
+            found = resolve(rules, host, domain, now)
+            if found.stops(now):
+                what = "blocked" if found.blocked else f"paused until {found.paused_until}"
+                return f"{what} ({'; '.join(found.reasons)})", found.min_delay_s
+            if found.min_delay_s is None:
+                return None
+            return "", found.min_delay_s
+
+        return verdict
+
+    return source
+
+
+def _allowed(rules: RobotsRules) -> str:
+    """robots_decision of an allowed page: plain, or under which fallback."""
+    return "allowed" if rules.reason in ("parsed", "status_4xx") else f"allowed_{rules.reason}"
+
+
+def _denied(rules: RobotsRules) -> str:
+    return "robots_denied" if rules.reason == "parsed" else f"robots_denied_{rules.reason}"
 
 
 def run_fetch_task(
@@ -187,8 +400,13 @@ def run_fetch_task(
     task: int,
     warc_dir: str | None,
     time_limit_s: float,
+    policy: PolicySource | None = None,
 ) -> Iterator[Row]:
-    """Fetch one task's fetchlist rows; yields one row per attempt."""
+    """Fetch one task's fetchlist rows; yields one row per attempt.
+
+    ``policy()`` gives the operator's policy as it is now (read again every
+    ``fetch.policy_refresh_s``); see ``policy_source``.
+    """
     writer = None
     if warc_dir:
         Path(warc_dir).mkdir(parents=True, exist_ok=True)
@@ -199,7 +417,7 @@ def run_fetch_task(
         )
     fetcher = Fetcher.from_config(cfg, writer)
     try:
-        job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s)
+        job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s, policy)
         job.add_hosts(items)
         rows = job.run()
     finally:

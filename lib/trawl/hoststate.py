@@ -4,8 +4,14 @@ The fetch task already decided each gap; here the segment's visits to one
 host are folded into the row that carries that state to the next cycle:
 the robots.txt copy (cached for at most ``robots.cache_ttl_s``, RFC 9309
 2.4), the gap in force after the last visit, response-time average, counts by
-outcome, and consecutive failures (ten in a row pause the host for a day,
-as Heritrix's and Google's crawlers back off from a failing site).
+outcome, and consecutive failures (``politeness.max_failures`` in a row,
+robots.txt fetches included, pause the host for ``failure_pause_s``, as
+Heritrix's and Google's crawlers back off from a failing site).
+
+A robots.txt fetch that failed (5xx, 429, network error) does not replace the
+stored copy: the last usable answer stays for the fetcher to fall back on
+(RFC 9309 2.4), and ``robots_unreachable_since`` marks when the outage began,
+so the 30-day rule can be applied; an answer ends the outage.
 """
 
 from __future__ import annotations
@@ -14,12 +20,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from trawl.robots import UNREACHABLE_REASONS
 from trawl.status import FetchOutcome
 
 Row = dict[str, Any]
 
-FAILURES_BEFORE_PAUSE = 10
-PAUSE = timedelta(days=1)
+FAILURES_BEFORE_PAUSE = 10  # politeness.max_failures
+PAUSE = timedelta(days=1)  # politeness.failure_pause_s
+_OUTAGE_PREFIXES = ("stale_copy_", "unreachable_long_")  # fetchtask.rules_when_unreachable
 _FAILED = {FetchOutcome.RETRY.value}
 _NO_REQUEST = {
     FetchOutcome.ROBOTS_DENIED.value,
@@ -37,36 +45,58 @@ def merge_host(
     at: datetime,
     segment: str,
     base: Row,
+    max_failures: int = FAILURES_BEFORE_PAUSE,
+    pause: timedelta = PAUSE,
 ) -> Row:
-    """New hostdb row from the old one (or None), this segment's page visits
-    (dicts with fetched_at, outcome, delay_s, elapsed_s, ip, in time order) and
-    its latest robots.txt fetch row (or None). ``base`` gives host_bucket and
-    domain for a host seen the first time."""
+    """New hostdb row from the old one (or None), this segment's visits (dicts
+    with kind, fetched_at, outcome, delay_s, elapsed_s, ip, in time order;
+    robots.txt fetches are kind "robots") and its latest robots.txt fetch row
+    (or None). ``base`` gives host_bucket and domain for a host seen the
+    first time."""
     if old is not None and old.get("last_segment") == segment:
         return old  # already applied: idempotent re-run
     new: Row = dict(old) if old else {"host": host, **base, "fetches": 0, "status_counts": {}}
     new["last_segment"] = segment
     if robots is not None:
-        new.update(
-            robots_url=robots["url"],
-            robots_status=robots.get("robots_decision"),
-            robots_http_status=robots.get("http_status"),
-            robots_body=robots.get("robots_body"),
-            robots_fetched_at=robots.get("fetched_at"),
-            crawl_delay_s=robots.get("crawl_delay_s"),
-        )
+        _robots(new, robots)
     requested = [v for v in visits if v.get("outcome") not in _NO_REQUEST]
+    pages = [v for v in visits if v.get("kind", "page") == "page"]
     counts = dict(new.get("status_counts") or {})
-    for visit in visits:
+    for visit in pages:
         counts[visit["outcome"]] = counts.get(visit["outcome"], 0) + 1
     new["status_counts"] = counts
-    new["fetches"] = (new.get("fetches") or 0) + len(requested)
+    new["fetches"] = (new.get("fetches") or 0) + sum(v in requested for v in pages)
     _timing(new, requested)
-    _failures(new, requested, at)
+    _failures(new, requested, at, max_failures, pause)
     ips = [v["ip"] for v in visits if v.get("ip")]
     if ips:
         new["ip"] = ips[-1]
     return new
+
+
+def is_outage(decision: str | None) -> bool:
+    """Did this robots.txt fetch fail (whatever rules the fetcher fell back on)?"""
+    return bool(decision) and (
+        decision in UNREACHABLE_REASONS or str(decision).startswith(_OUTAGE_PREFIXES)
+    )
+
+
+def _robots(new: Row, robots: Row) -> None:
+    new["robots_url"] = robots["url"]
+    new["robots_http_status"] = robots.get("http_status")
+    if is_outage(robots.get("robots_decision")):
+        if new.get("robots_unreachable_since") is None:
+            new["robots_unreachable_since"] = robots.get("fetched_at")
+        if new.get("robots_status") is None:
+            new["robots_status"] = robots.get("robots_decision")
+        return
+    new.update(
+        robots_status=robots.get("robots_decision"),
+        robots_body=robots.get("robots_body"),
+        robots_fetched_at=robots.get("fetched_at"),
+        robots_unreachable_since=None,
+        crawl_delay_s=robots.get("crawl_delay_s"),
+    )
 
 
 def _timing(new: Row, requested: Sequence[Row]) -> None:
@@ -83,12 +113,14 @@ def _timing(new: Row, requested: Sequence[Row]) -> None:
             new["next_allowed_at"] = last["fetched_at"] + timedelta(seconds=last["delay_s"])
 
 
-def _failures(new: Row, requested: Sequence[Row], at: datetime) -> None:
+def _failures(
+    new: Row, requested: Sequence[Row], at: datetime, max_failures: int, pause: timedelta
+) -> None:
     failures = new.get("consecutive_failures") or 0
     for visit in requested:
         failures = failures + 1 if visit["outcome"] in _FAILED else 0
     new["consecutive_failures"] = failures
-    if failures >= FAILURES_BEFORE_PAUSE:
-        new["backoff_until"] = at + PAUSE
+    if failures >= max_failures:
+        new["backoff_until"] = at + pause
     elif requested and failures == 0:
         new["backoff_until"] = None

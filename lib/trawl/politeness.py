@@ -11,7 +11,18 @@ needs no coordination. Rules:
   Najork & Heydon: ten times the last response time, so a slow server is
   visited less often);
 - after a transient failure (429, 5xx, timeout) the gap doubles, or follows
-  ``Retry-After`` (RFC 9110 10.2.3 / RFC 6585 4) when the server gives one.
+  ``Retry-After`` (RFC 9110 10.2.3 / RFC 6585 4) when the server gives one,
+  up to ``max_backoff_s``; each success after that halves the extra wait, so
+  a host that struggled comes back step by step (Heritrix's adaptive delay);
+- ``max_failures`` failed requests in a row pause the host: its remaining
+  work is taken out (``stop_host``) and deferred;
+- ``mode`` says whose clock counts: "byHost" (hosts on one address do not
+  wait for each other) or "byIP" / "both" (one request in flight per address
+  and the address waits out each request's gap). A host's next request always
+  waits for its own gap too, and a host has one address within a task, so
+  byIP and both coincide here; generate groups hosts by address for both;
+- an operator's minimum delay for a host (``set_min_delay``) is a floor, and
+  ``stop_host`` takes a blocked host's work out while others run on.
 
 Why our own scheduler rather than a library: the rule set is small, but it has
 to combine a per-host heap, a per-IP lock and a task deadline under one lock
@@ -31,7 +42,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-RETRY_GAP_CAP_S = 3600.0  # a struggling host is visited at most hourly
+MODES = ("byHost", "byIP", "both")
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,7 @@ class GapRule:
     delay_factor: float = 10.0
     max_delay_s: float = 60.0
     max_crawl_delay_s: float = 30.0
+    max_backoff_s: float = 3600.0  # a struggling host is visited at most hourly
 
     def after_success(self, response_s: float, crawl_delay_s: float | None) -> float:
         crawl_delay = min(crawl_delay_s or 0.0, self.max_crawl_delay_s)
@@ -51,8 +63,13 @@ class GapRule:
 
     def after_failure(self, previous_gap_s: float, retry_after_s: float | None) -> float:
         if retry_after_s is not None and retry_after_s >= 0:
-            return min(max(retry_after_s, self.min_delay_s), RETRY_GAP_CAP_S)
-        return min(max(previous_gap_s, self.min_delay_s) * 2.0, RETRY_GAP_CAP_S)
+            return min(max(retry_after_s, self.min_delay_s), self.max_backoff_s)
+        return min(max(previous_gap_s, self.min_delay_s) * 2.0, self.max_backoff_s)
+
+    def over_cap(self, crawl_delay_s: float | None) -> bool:
+        """A Crawl-delay longer than the cap: the host gets one request per
+        segment and its next visit waits the full delay (never faster)."""
+        return crawl_delay_s is not None and crawl_delay_s > self.max_crawl_delay_s
 
 
 @dataclass
@@ -64,6 +81,9 @@ class _Host(Generic[T]):
     next_allowed: float
     crawl_delay_s: float | None = None
     busy: bool = False
+    penalty_s: float = 0.0  # extra wait left from failures, halved by each success
+    min_delay_s: float = 0.0  # an operator's floor (policy)
+    failures: int = 0  # failed requests in a row
 
 
 @dataclass
@@ -87,8 +107,12 @@ class HostScheduler(Generic[T]):
         deadline: float,
         clock: Callable[[], float],
         sleep: Callable[[threading.Condition, float], None] | None = None,
+        mode: str = "both",
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"politeness mode must be one of {MODES}, got {mode!r}")
         self.rule = rule
+        self.mode = mode
         self.deadline = deadline
         self._clock = clock
         self._wait = sleep or (lambda cond, seconds: cond.wait(seconds))
@@ -108,7 +132,12 @@ class HostScheduler(Generic[T]):
         gap_s: float | None = None,
         crawl_delay_s: float | None = None,
     ) -> None:
+        """Add a host and its work. ``gap_s`` is the gap in force from the last
+        cycle (hostdb): more than a success would give counts as back-off
+        still to be worked off step by step."""
         with self._cond:
+            if self.mode == "byHost":
+                ip = f"host:{name}"  # no clock shared with other hosts
             host = _Host(
                 name,
                 ip,
@@ -116,6 +145,7 @@ class HostScheduler(Generic[T]):
                 gap_s or self.rule.min_delay_s,
                 max(not_before, self._clock()),
                 crawl_delay_s,
+                penalty_s=gap_s or 0.0,
             )
             self._hosts[name] = host
             self._ips.setdefault(ip, _Ip())
@@ -128,9 +158,50 @@ class HostScheduler(Generic[T]):
         with self._cond:
             self._hosts[name].work.appendleft(item)
 
+    def add_item(self, name: str, item: T) -> None:
+        """Append work to a known host (e.g. a redirect target on it)."""
+        with self._cond:
+            host = self._hosts[name]
+            queued = host.busy or any(entry[2] == name for entry in self._heap)
+            queued = queued or any(name in ip.waiting for ip in self._ips.values())
+            host.work.append(item)
+            if not queued:
+                self._push(host)
+                self._cond.notify_all()
+
     def set_crawl_delay(self, name: str, crawl_delay_s: float | None) -> None:
         with self._cond:
             self._hosts[name].crawl_delay_s = crawl_delay_s
+
+    def set_min_delay(self, name: str, min_delay_s: float | None) -> None:
+        """An operator's minimum gap for the host (None: none); applies from
+        the host's next release."""
+        with self._cond:
+            self._hosts[name].min_delay_s = min_delay_s or 0.0
+
+    def stop_host(self, name: str) -> list[T]:
+        """Take the host's remaining work out (blocked, paused, failing or over
+        its Crawl-delay cap); a request in flight finishes. Returns the items."""
+        with self._cond:
+            host = self._hosts[name]
+            items = list(host.work)
+            host.work.clear()
+            self._heap = [entry for entry in self._heap if entry[2] != name]
+            heapq.heapify(self._heap)
+            for ip in self._ips.values():
+                if name in ip.waiting:
+                    ip.waiting.remove(name)
+            self._cond.notify_all()
+            return items
+
+    def failures(self, name: str) -> int:
+        """Failed requests to the host in a row."""
+        with self._cond:
+            return self._hosts[name].failures
+
+    def hosts(self) -> list[str]:
+        with self._cond:
+            return list(self._hosts)
 
     def acquire(self) -> tuple[str, T] | None:
         with self._cond:
@@ -181,9 +252,15 @@ class HostScheduler(Generic[T]):
                 self._finish(host, ip)
                 return host.gap_s
             if failed:
-                host.gap_s = self.rule.after_failure(host.gap_s, retry_after_s)
+                host.failures += 1
+                host.gap_s = self.rule.after_failure(max(host.gap_s, host.penalty_s), retry_after_s)
+                host.penalty_s = host.gap_s
             else:
-                host.gap_s = self.rule.after_success(response_s, host.crawl_delay_s)
+                host.failures = 0
+                gap = self.rule.after_success(response_s, host.crawl_delay_s)
+                host.penalty_s = host.penalty_s / 2 if host.penalty_s / 2 > gap else 0.0
+                host.gap_s = max(gap, host.penalty_s)
+            host.gap_s = max(host.gap_s, host.min_delay_s)
             now = self._clock()
             host.next_allowed = now + host.gap_s
             ip.next_allowed = max(ip.next_allowed, now + host.gap_s)

@@ -169,6 +169,18 @@ class RobotsRules:
         such rules are never cached."""
         return self.reason in UNREACHABLE_REASONS
 
+    def relabelled(self, reason: str) -> RobotsRules:
+        """The same rules, in force for another reason (e.g. a stale copy)."""
+        return RobotsRules(
+            reason,
+            self.agent,
+            default=self._default,
+            matcher=self._matcher,
+            crawl_delay=self._crawl_delay,
+            sitemaps=self._sitemaps,
+            stats=self.stats,
+        )
+
     @classmethod
     def allow_all(cls, reason: str) -> RobotsRules:
         """Rules that allow every URL (e.g. robots.txt "unavailable", 2.3.1.3)."""

@@ -67,6 +67,9 @@ HOSTDB_SCHEMA = _schema(
     ("robots_http_status", IntegerType()),
     ("robots_body", StringType()),
     ("robots_fetched_at", TimestampType()),
+    # First failed robots.txt fetch of the current outage (5xx, 429, network),
+    # null once it answers again; the copy above stays the last usable one.
+    ("robots_unreachable_since", TimestampType()),
     ("crawl_delay_s", DoubleType()),
     ("delay_s", DoubleType()),  # the politeness gap in force after the last fetch
     ("next_allowed_at", TimestampType()),
@@ -83,6 +86,7 @@ FETCHLIST_SCHEMA = _schema(
     ("url_fp", LongType()),
     ("host", StringType()),
     ("host_bucket", IntegerType()),
+    ("domain", StringType()),  # registered domain: domain-wide policy rules
     ("ip", StringType()),
     ("task", IntegerType()),
     ("score", DoubleType()),
@@ -98,6 +102,7 @@ FETCHLIST_SCHEMA = _schema(
     ("robots_http_status", IntegerType()),
     ("robots_body", StringType()),
     ("robots_fetched_at", TimestampType()),
+    ("robots_unreachable_since", TimestampType()),
     ("next_allowed_at", TimestampType()),  # the host's politeness clock from hostdb
 )
 

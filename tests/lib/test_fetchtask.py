@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from trawl import urlnorm
 from trawl.config import Config, load_config
-from trawl.fetchtask import run_fetch_task
+from trawl.fetchtask import ROBOTS_ATTEMPTS, run_fetch_task
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps
 
@@ -128,11 +129,13 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
     assert set(got.values()) >= {"success", "gone", "retry", "redir_perm", "robots_denied"}
     assert "deferred" in got.values()
 
-    # robots.txt asked once per host, and never a disallowed path
+    # robots.txt asked once per host (an unreachable one ROBOTS_ATTEMPTS
+    # times, with back-off), and never a disallowed path
     assert robots_audit(web.access_log, model, AGENT) == []
     robots_requests = Counter(r["host"] for r in log if r["path"] == "/robots.txt")
-    assert robots_requests == Counter(h.name for h in model.hosts)
-    assert sum(1 for r in rows if r["kind"] == "robots") == len(model.hosts)
+    tries = {h.name: ROBOTS_ATTEMPTS if h.robots_status >= 500 else 1 for h in model.hosts}
+    assert robots_requests == Counter(tries)
+    assert sum(1 for r in rows if r["kind"] == "robots") == sum(tries.values())
     assert all(r["user_agent"].startswith("trawl/") for r in log)
 
     # a 5xx robots.txt: nothing else requested from that host
@@ -296,3 +299,164 @@ def test_cached_robots_copy_is_used_while_fresh(model: WebModel, tmp_path: Path)
         if row["host"] == allow:
             assert row["outcome"] != "robots_denied"
     assert robots_audit(web.access_log, model, AGENT) == []
+
+
+# --- robots.txt outages -------------------------------------------------------------------------
+def _unreachable_host(model: WebModel) -> str:
+    return next(h.name for h in model.hosts if h.robots_status >= 500)
+
+
+def test_unreachable_robots_falls_back_on_the_stored_copy(model: WebModel, tmp_path: Path) -> None:
+    host = _unreachable_host(model)
+    two_days_ago = datetime.now(UTC) - timedelta(days=2)
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host]
+        for item in items:
+            item.update(
+                robots_url=f"http://{host}:{web.port}/robots.txt", robots_status="parsed",
+                robots_body="User-agent: *\nDisallow: /p/\n", robots_fetched_at=two_days_ago,
+            )  # fmt: skip
+        rows = list(run_fetch_task(items, config(web), "seg1", 0, None, time_limit_s=60))
+    log = read_log(web.access_log)
+    robots = [r for r in rows if r["kind"] == "robots"]
+    # the stale copy is fetched again, fails (5xx), and stays in force (RFC 9309 2.4)
+    assert len(robots) == 1 and robots[0]["robots_decision"] == "stale_copy_status_5xx"
+    by_url = page_rows(rows)
+    for url, row in by_url.items():
+        path = "/" + url.split("/", 3)[3]
+        if path.startswith("/p/"):
+            assert row["outcome"] == "robots_denied"
+            assert row["robots_decision"] == "robots_denied_stale_copy_status_5xx"
+        else:
+            assert row["outcome"] not in ("deferred", "robots_denied")
+            assert row["robots_decision"] == "allowed_stale_copy_status_5xx"
+    assert not [r for r in log if r["path"].startswith("/p/")]
+
+
+@pytest.mark.parametrize(("days", "fetched"), [(31, True), (29, False)])
+def test_a_long_outage_without_a_copy_counts_as_no_robots_txt(
+    model: WebModel, tmp_path: Path, days: int, fetched: bool
+) -> None:
+    host = _unreachable_host(model)
+    since = datetime.now(UTC) - timedelta(days=days)
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host]
+        for item in items:
+            item["robots_unreachable_since"] = since
+        rows = list(run_fetch_task(items, config(web), "seg1", 0, None, time_limit_s=60))
+    outcomes = {r["outcome"] for r in page_rows(rows).values()}
+    if fetched:  # RFC 9309 2.3.1.4 "reasonably long period": then unavailable
+        assert "deferred" not in outcomes
+        assert {r["robots_decision"] for r in rows if r["kind"] == "robots"} == {
+            "unreachable_long_status_5xx"
+        }
+    else:
+        assert outcomes == {"deferred"}
+        assert len([r for r in rows if r["kind"] == "robots"]) == ROBOTS_ATTEMPTS
+
+
+def test_a_failing_host_is_paused_after_max_failures(model: WebModel, tmp_path: Path) -> None:
+    host = _unreachable_host(model)
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host]
+        cfg = config(web, "politeness.max_failures=2")
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, None, time_limit_s=60))
+    assert len([r for r in rows if r["kind"] == "robots"]) == 2
+    pages = page_rows(rows)
+    assert {r["outcome"] for r in pages.values()} == {"deferred"}
+    assert {r["error"] for r in pages.values()} == {"host_failing"}
+
+
+# --- Crawl-delay above the cap ------------------------------------------------------------------
+def test_crawl_delay_over_the_cap_gets_one_request_and_defers_the_rest(
+    model: WebModel, tmp_path: Path
+) -> None:
+    host = next(h for h in model.hosts if h.robots_status == 200 and len(h.pages) > 3)
+    now = datetime.now(UTC)
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host.name]
+        for item in items:
+            item.update(
+                robots_url=f"http://{host.name}:{web.port}/robots.txt", robots_status="parsed",
+                robots_body="User-agent: *\nCrawl-delay: 40\n", robots_fetched_at=now,
+            )  # fmt: skip
+        cfg = config(web, "robots.max_crawl_delay_s=30")
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, None, time_limit_s=60))
+    pages = page_rows(rows)
+    done = [r for r in pages.values() if r["outcome"] != "deferred"]
+    assert len(done) == 1
+    assert done[0]["delay_s"] >= 40  # hostdb carries the full Crawl-delay to the next visit
+    deferred = [r for r in pages.values() if r["outcome"] == "deferred"]
+    assert len(deferred) == len(items) - 1
+    assert {r["error"] for r in deferred} == {"crawl_delay_over_cap"}
+    assert len([r for r in read_log(web.access_log) if r["host"] == host.name]) == 1
+
+
+# --- operator policy mid-segment ----------------------------------------------------------------
+def test_a_policy_block_stops_a_host_mid_segment(model: WebModel, tmp_path: Path) -> None:
+    host = max(model.hosts, key=lambda h: len(h.pages) if h.robots_status < 500 else 0)
+    started = time.monotonic()
+    block_after = 0.8
+
+    def source() -> Any:
+        blocked = time.monotonic() - started > block_after
+
+        def verdict(name: str, domain: str, now: datetime) -> tuple[str, float | None] | None:
+            if name == host.name and blocked:
+                return "blocked (host x: test)", None
+            return None
+
+        return verdict
+
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host.name]
+        cfg = config(web, "politeness.min_delay_s=0.2", "fetch.policy_refresh_s=0.3")
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, None, 60, source))
+    log = [r for r in read_log(web.access_log) if r["host"] == host.name]
+    assert log, "the host was fetched before the block"
+    # no request started later than one refresh after the block (plus one in flight)
+    latest = max(r["start"] for r in log)
+    first = min(r["start"] for r in log)
+    assert latest - first < block_after + 0.3 + 0.5
+    pages = page_rows(rows)
+    assert set(pages) == {i["url"] for i in items}
+    stopped = [r for r in pages.values() if r["outcome"] == "deferred"]
+    assert stopped, "the block took some URLs out"
+    assert {r["error"] for r in stopped} == {"policy: blocked (host x: test)"}
+
+
+def test_a_policy_min_delay_applies_from_the_next_request(model: WebModel, tmp_path: Path) -> None:
+    host = max(model.hosts, key=lambda h: len(h.pages) if h.robots_status < 500 else 0)
+
+    def source() -> Any:
+        return lambda name, domain, now: ("", 0.4) if name == host.name else None
+
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host.name][:5]
+        rows = list(run_fetch_task(items, config(web), "seg1", 0, None, 60, source))
+    assert all(r["delay_s"] >= 0.4 for r in rows if r["kind"] == "page")
+    intervals = [(r["start"], r["end"]) for r in read_log(web.access_log)]
+    assert min(gaps(intervals)) >= 0.4 - 0.005
+
+
+# --- redirects ----------------------------------------------------------------------------------
+def test_redirects_are_followed_on_the_same_task_when_configured(
+    model: WebModel, tmp_path: Path
+) -> None:
+    sources = [(h.name, p) for h in model.hosts if h.robots_status < 500 for p in h.pages
+               if p.redirect_to and not model.is_disallowed(h.name, p.redirect_to)
+               and not model.is_disallowed(h.name, p.path)]  # fmt: skip
+    assert sources
+    with TestWeb(model, tmp_path / "web") as web:
+        wanted = {f"http://{h}:{web.port}{p.path}" for h, p in sources}
+        items = [i for i in items_for(model, web.port) if i["url"] in wanted]
+        followed = list(run_fetch_task(items, config(web, "fetch.follow_redirects=1"),
+                                       "seg1", 0, None, 60))  # fmt: skip
+        recorded = list(run_fetch_task(items, config(web), "seg2", 0, None, 60))
+    targets = {urlnorm.normalize(f"http://{h}:{web.port}{p.redirect_to}") for h, p in sources}
+    got = page_rows(followed)
+    assert targets <= set(got)
+    assert {got[t]["outcome"] for t in targets} == {"success"}
+    # Nutch's default (0): the target is only recorded, for a later cycle
+    assert set(page_rows(recorded)) == {i["url"] for i in items}
+    assert {r["redirect_to"] for r in page_rows(recorded).values()} == targets

@@ -83,15 +83,48 @@ def test_robots_fields_copied_from_the_robots_row() -> None:
     assert new["crawl_delay_s"] == 2.0
 
 
-def test_robots_fields_replaced_by_a_newer_fetch_and_kept_without_one() -> None:
+@pytest.mark.parametrize("decision", ["status_5xx", "status_429", "unreachable",
+                                      "stale_copy_status_5xx", "unreachable_long_unreachable"])  # fmt: skip
+def test_an_outage_keeps_the_last_usable_copy_and_marks_its_start(decision: str) -> None:
     old = merge(None, [visit("success")], robots_row(), segment="seg1")
-    unreachable = robots_row(
-        robots_decision="unreachable_5xx", http_status=503, robots_body=None,
+    failed = robots_row(
+        robots_decision=decision, http_status=503, robots_body=None,
         fetched_at=AT, crawl_delay_s=None,
     )  # fmt: skip
-    new = merge(old, [visit("deferred")], unreachable)
-    assert (new["robots_status"], new["robots_http_status"]) == ("unreachable_5xx", 503)
-    assert (new["robots_body"], new["crawl_delay_s"]) == (None, None)
+    new = merge(old, [visit("deferred")], failed, segment="seg2")
+    for key in ("robots_status", "robots_body", "robots_fetched_at", "crawl_delay_s"):
+        assert new[key] == old[key]
+    assert new["robots_http_status"] == 503
+    assert new["robots_unreachable_since"] == AT
+    later = AT + timedelta(days=2)
+    again = merge(new, [], {**failed, "fetched_at": later}, segment="seg3")
+    assert again["robots_unreachable_since"] == AT  # the outage's first failure
+    answered = merge(again, [], {**robots_row(), "fetched_at": later}, segment="seg4")
+    assert answered["robots_unreachable_since"] is None
+    assert answered["robots_fetched_at"] == later
+
+
+def test_an_outage_without_a_copy_records_the_failure() -> None:
+    failed = robots_row(robots_decision="unreachable", http_status=None, robots_body=None)
+    new = merge(None, [], failed)
+    assert new["robots_status"] == "unreachable"
+    assert new.get("robots_body") is None
+    assert new["robots_unreachable_since"] == failed["fetched_at"]
+
+
+def test_robots_fetches_count_as_failures_but_not_as_page_outcomes() -> None:
+    visits = [{**visit("retry"), "kind": "robots"}, {**visit("deferred"), "kind": "page"}]
+    new = merge(None, visits, None)
+    assert new["consecutive_failures"] == 1
+    assert new["status_counts"] == {"deferred": 1}
+    assert new["fetches"] == 0
+
+
+def test_robots_fields_replaced_by_a_newer_fetch_and_kept_without_one() -> None:
+    old = merge(None, [visit("success")], robots_row(), segment="seg1")
+    newer = robots_row(robots_body="User-agent: *\nDisallow: /x\n", fetched_at=AT)
+    new = merge(old, [visit("success")], newer)
+    assert new["robots_body"] == "User-agent: *\nDisallow: /x\n"
     assert new["robots_fetched_at"] == AT
     kept = merge(old, [visit("success")], None)
     for key in ("robots_url", "robots_status", "robots_body", "robots_fetched_at", "crawl_delay_s"):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from trawl.politeness import RETRY_GAP_CAP_S, GapRule, HostScheduler
+from trawl.politeness import GapRule, HostScheduler
 
 # --------------------------------------------------------------------------- GapRule
 
@@ -79,8 +79,8 @@ def test_failures_double_up_to_the_hour_cap() -> None:
         gap = RULE.after_failure(gap, None)
         seen.append(gap)
     assert seen[:11] == [2.0 ** (i + 1) for i in range(11)]
-    assert seen[11:] == [RETRY_GAP_CAP_S] * 3
-    assert RETRY_GAP_CAP_S == 3600.0
+    assert seen[11:] == [RULE.max_backoff_s] * 3
+    assert RULE.max_backoff_s == 3600.0
 
 
 # --------------------------------------------------------------------------- fake clock
@@ -209,16 +209,93 @@ def test_no_request_keeps_a_failure_gap() -> None:
     assert clock.t == pytest.approx(2.0)
 
 
-def test_failures_double_the_gap_and_success_resets_it() -> None:
+def test_failures_double_the_gap_and_successes_bring_it_back_step_by_step() -> None:
     clock = FakeClock()
     s = scheduler(clock)
-    s.add_host("a", "10.0.0.1", [str(i) for i in range(6)])
-    gaps = []
-    for failed, retry_after in [(True, None), (True, None), (True, 30.0), (True, None),
-                                (False, None)]:  # fmt: skip
+    s.add_host("a", "10.0.0.1", [str(i) for i in range(12)])
+    gaps, failures = [], []
+    for failed, retry_after in [(True, None), (True, None), (True, 30.0), (True, None)] + [
+        (False, None)
+    ] * 7:
         assert s.acquire() is not None
         gaps.append(s.release("a", 0.01, failed=failed, retry_after_s=retry_after))
-    assert gaps == pytest.approx([2.0, 4.0, 30.0, 60.0, 1.0])
+        failures.append(s.failures("a"))
+    # Each success halves the extra wait until the ordinary gap (1.0) is back.
+    assert gaps == pytest.approx([2.0, 4.0, 30.0, 60.0, 30.0, 15.0, 7.5, 3.75, 1.875, 1.0, 1.0])
+    assert failures == [1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0]
+
+
+def test_a_gap_carried_from_the_last_cycle_is_worked_off_step_by_step() -> None:
+    clock = FakeClock()
+    s = scheduler(clock)
+    s.add_host("a", "10.0.0.1", ["1", "2", "3"], gap_s=8.0)
+    got = []
+    for _ in range(3):
+        s.acquire()
+        got.append(s.release("a", 0.01))
+    assert got == pytest.approx([4.0, 2.0, 1.0])
+
+
+def test_stop_host_takes_its_work_out_and_leaves_others_running() -> None:
+    clock = FakeClock()
+    s = scheduler(clock)
+    s.add_host("a", "10.0.0.1", ["a1", "a2", "a3"])
+    s.add_host("b", "10.0.0.1", ["b1"])
+    assert s.acquire() == ("a", "a1")
+    assert s.stop_host("a") == ["a2", "a3"]  # a1 is in flight and finishes
+    s.release("a", 0.01)
+    assert s.acquire() == ("b", "b1")
+    s.release("b", 0.01)
+    assert s.acquire() is None
+    assert s.drain() == []
+    assert s.stop_host("b") == []
+
+
+def test_operator_min_delay_is_a_floor() -> None:
+    clock = FakeClock()
+    s = scheduler(clock)
+    s.add_host("a", "10.0.0.1", ["1", "2", "3"])
+    s.acquire()
+    s.set_min_delay("a", 12.0)
+    assert s.release("a", 0.01) == pytest.approx(12.0)
+    s.acquire()
+    assert clock.t == pytest.approx(12.0)
+    s.set_min_delay("a", None)
+    assert s.release("a", 0.01) == pytest.approx(1.0)
+
+
+def test_mode_by_host_lets_hosts_of_one_address_run_together() -> None:
+    clock = FakeClock()
+    s = HostScheduler(RULE, 100.0, clock, clock.sleep, mode="byHost")
+    s.add_host("a", "10.0.0.1", ["a1"])
+    s.add_host("b", "10.0.0.1", ["b1"])
+    assert s.acquire() == ("a", "a1")
+    assert s.acquire() == ("b", "b1")  # same address, no shared clock
+
+
+def test_mode_by_ip_shares_the_address_clock_and_hosts_take_turns() -> None:
+    clock = FakeClock()
+    s = HostScheduler(RULE, 100.0, clock, clock.sleep, mode="byIP")
+    s.add_host("a", "10.0.0.1", ["a1", "a2"])
+    s.add_host("b", "10.0.0.1", ["b1"])
+    assert s.acquire() == ("a", "a1")
+    clock.t = 0.01
+    s.release("a", 0.01)
+    assert s.acquire() == ("b", "b1")  # a's turn is over: b is next in line
+    assert clock.t == pytest.approx(1.01)  # after the address's gap
+    clock.t += 0.01
+    s.release("b", 0.01)
+    assert s.acquire() == ("a", "a2")
+    assert clock.t == pytest.approx(2.02)
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="politeness mode"):
+        HostScheduler(RULE, 1.0, FakeClock(), mode="perHost")
+
+
+def test_over_cap() -> None:
+    assert RULE.over_cap(31.0) and not RULE.over_cap(30.0) and not RULE.over_cap(None)
 
 
 def test_initial_gap_not_before_and_crawl_delay_from_add_host() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Row
 
 from trawl.config import Config
-from trawl.fetchtask import run_fetch_task
+from trawl.fetchtask import policy_source, run_fetch_task
 from trawl.schemas import FETCH_SCHEMA
 from trawl.stages.common import StageContext
 from trawl.tables import read_segment_table, segment_path
@@ -31,15 +31,23 @@ def local_dir(path: str) -> str | None:
 
 
 def fetch_partitions(
-    fetchlist: DataFrame, cfg: Config, segment: str, warc_dir: str | None, deadline: float
+    fetchlist: DataFrame,
+    cfg: Config,
+    segment: str,
+    warc_dir: str | None,
+    deadline: float,
+    policy_root: str | None = None,
 ) -> DataFrame:
+    """Run the fetch tasks; ``policy_root`` is the crawl root whose policy
+    table the tasks re-read while they run (None: no mid-segment policy)."""
     tasks = max(1, cfg.fetch.tasks)
     names = FETCH_SCHEMA.fieldNames()
 
     def run(task: int, rows: Iterable[tuple[int, Row]]) -> Iterator[tuple[Any, ...]]:
         items: Iterable[dict[str, Any]] = [row.asDict() for _, row in rows]
         remaining = max(0.0, deadline - time.time())
-        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining):
+        policy = policy_source(policy_root) if policy_root else None
+        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy):
             yield tuple(record.get(name) for name in names)
 
     keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))
@@ -53,4 +61,7 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     # The time limit is an operational bound on this run, not logical time.
     deadline = time.time() + limit
     warc_dir = local_dir(segment_path(ctx.root, ctx.segment, "warc"))
-    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline)
+    # The policy table is read with delta-rs on the executors: local roots for
+    # now (an object store would need its storage options passed along).
+    policy_root = local_dir(ctx.root)
+    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root)

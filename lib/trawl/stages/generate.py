@@ -1,11 +1,21 @@
 """generate: the politeness-aware fetch list of one segment.
 
 Due URLs (new, or ``next_fetch_at`` passed), not locked by another
-unfinished segment, not blocked or paused by policy, ranked by score; per
-host at most what its politeness gap allows in the fetch window (and
-``generate.max_per_host``), hosts sharing an IP address share that budget;
-a global top-N; host groups spread over fetch tasks by expected duration.
-The chosen crawldb rows are marked ``generated_segment`` in one MERGE.
+unfinished segment, not blocked or paused by policy (a host's rule or its
+registered domain's, the stricter of the two), ranked by score; then caps:
+
+- per host: what its politeness gap allows in the fetch window
+  (window / gap + 1), ``generate.max_per_host`` and the policy's page cap;
+  one URL for a host whose Crawl-delay exceeds ``robots.max_crawl_delay_s``
+  (the fetcher defers the rest rather than go faster than asked);
+- per address (politeness.mode byIP / both): hosts sharing an IP share one
+  clock, so together they get what the address's smallest gap allows;
+- per registered domain: ``generate.max_per_domain`` and the domain policy's
+  page cap; and a global ``generate.top_n``.
+
+Host groups (an address's hosts) are spread over fetch tasks by expected
+duration. The chosen crawldb rows are marked ``generated_segment`` in one
+MERGE.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -29,24 +39,26 @@ from trawl.tables import delta_table, read_table
 # state and the cached robots.txt, carried on every fetch-list row.
 HOST_HINTS = (
     "delay_s", "crawl_delay_s", "robots_url", "robots_status", "robots_http_status",
-    "robots_body", "robots_fetched_at", "next_allowed_at",
+    "robots_body", "robots_fetched_at", "robots_unreachable_since", "next_allowed_at",
 )  # fmt: skip
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 
 
-def effective_policy(policy: DataFrame, ctx: StageContext) -> DataFrame:
-    """Per host: blocked / paused / min delay / page cap from the latest policy rows."""
+def effective_policy(policy: DataFrame, ctx: StageContext, scope: str) -> DataFrame:
+    """Per target of ``scope`` (host or domain): blocked-or-paused, minimum
+    delay and page cap from the latest row (the rule in force; a "clear" row
+    has them all null). Columns are prefixed with the scope."""
     latest = Window.partitionBy("target").orderBy(F.col("set_at").desc())
-    rows = policy.filter(F.col("scope") == "host").withColumn("rn", F.row_number().over(latest))
+    rows = policy.filter(F.col("scope") == scope).withColumn("rn", F.row_number().over(latest))
     now = F.lit(ctx.at).cast("timestamp")
     return rows.filter("rn = 1").select(
-        F.col("target").alias("host"),
+        F.col("target").alias(scope),
         (
             F.coalesce(F.col("blocked"), F.lit(False))
             | F.coalesce(F.col("paused_until") > now, F.lit(False))
-        ).alias("policy_blocked"),
-        F.col("min_delay_s").alias("policy_min_delay_s"),
-        F.col("max_pages_per_cycle").alias("policy_max_pages"),
+        ).alias(f"{scope}_stop"),
+        F.col("min_delay_s").alias(f"{scope}_min_delay_s"),
+        F.col("max_pages_per_cycle").alias(f"{scope}_max_pages"),
     )
 
 
@@ -96,45 +108,61 @@ def select_fetchlist(
 ) -> DataFrame:
     """The segment's fetch list, without the task column (see ``assign``)."""
     g, p = ctx.cfg.generate, ctx.cfg.politeness
+    at = F.lit(ctx.at).cast("timestamp")
     hosts = hostdb.select("host", F.col("ip").alias("host_ip"), "backoff_until", *HOST_HINTS)
     due = (
         with_addresses(due_urls(crawldb, ctx).join(hosts, "host", "left"), ctx)
-        .join(effective_policy(policy, ctx), "host", "left")
-        .filter(~F.coalesce(F.col("policy_blocked"), F.lit(False)))
-        .filter(
-            F.col("backoff_until").isNull()
-            | (F.col("backoff_until") <= F.lit(ctx.at).cast("timestamp"))
-        )
+        .join(F.broadcast(effective_policy(policy, ctx, "host")), "host", "left")
+        .join(F.broadcast(effective_policy(policy, ctx, "domain")), "domain", "left")
+        .filter(~F.coalesce(F.col("host_stop"), F.lit(False)))
+        .filter(~F.coalesce(F.col("domain_stop"), F.lit(False)))
+        .filter(F.col("backoff_until").isNull() | (F.col("backoff_until") <= at))
     )
     robots_cap = float(ctx.cfg.robots.max_crawl_delay_s)
+    crawl_delay = F.coalesce(F.col("crawl_delay_s"), F.lit(0.0))
+    # The expected gap: greatest() skips the nulls of missing state or policy.
     gap = F.greatest(
         F.lit(p.min_delay_s),
         F.coalesce(F.col("delay_s"), F.lit(p.min_delay_s)),
-        F.least(F.coalesce(F.col("crawl_delay_s"), F.lit(0.0)), F.lit(robots_cap)),
-        F.coalesce(F.col("policy_min_delay_s"), F.lit(0.0)),
+        F.least(crawl_delay, F.lit(robots_cap)),
+        F.col("host_min_delay_s"),
+        F.col("domain_min_delay_s"),
     )
-    # Hosts that share an address share one clock, so they share the budget:
-    # the group is the known IP, else the host alone.
-    group = F.coalesce(F.col("host_ip"), F.col("host"))
-    cap = F.least(
-        F.lit(g.max_per_host),
-        (F.lit(g.fetch_window_s) / gap).cast("int") + 1,
-        F.coalesce(F.col("policy_max_pages"), F.lit(g.max_per_host)),
+    window_cap = (F.lit(g.fetch_window_s) / F.col("gap")).cast("int") + 1
+    host_cap = F.when(crawl_delay > robots_cap, F.lit(1)).otherwise(
+        F.least(F.lit(g.max_per_host), window_cap, F.col("host_max_pages"))
     )
-    by_group = Window.partitionBy("group").orderBy(F.col("score").desc(), "url_fp")
+    # Hosts that share an address share one clock (mode byIP / both), so they
+    # share the budget the address's smallest gap allows; byHost: each alone.
+    group = F.col("host") if p.mode == "byHost" else F.coalesce(F.col("host_ip"), F.col("host"))
+    group_gap = F.min("gap").over(Window.partitionBy("group"))
+    group_cap = F.least(
+        F.lit(g.max_per_host), (F.lit(g.fetch_window_s) / group_gap).cast("int") + 1
+    )
+    domain_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
+    order: list[Column | str] = [F.col("score").desc(), "url_fp"]
+
+    def rank(by: str) -> Column:
+        return F.row_number().over(Window.partitionBy(by).orderBy(*order))
+
     ranked = (
         due.withColumn("gap", gap)
         .withColumn("group", group)
-        .withColumn("group_cap", F.min(cap).over(Window.partitionBy("group")))
-        .withColumn("rank_in_group", F.row_number().over(by_group))
-        .filter(F.col("rank_in_group") <= F.col("group_cap"))
+        .withColumn("rank", rank("host"))
+        .filter(F.col("rank") <= host_cap)
+        .withColumn("group_cap", group_cap)
+        .withColumn("rank", rank("group"))
+        .filter(F.col("rank") <= F.col("group_cap"))
+        .withColumn("rank", rank("domain"))
+        .filter(F.col("rank") <= domain_cap)
     )
-    top = ranked.orderBy(F.col("score").desc(), "url_fp").limit(g.top_n)
+    top = ranked.orderBy(*order).limit(g.top_n)
     return top.select(
         "url",
         "url_fp",
         "host",
         "host_bucket",
+        "domain",
         F.col("host_ip").alias("ip"),
         "group",
         "gap",

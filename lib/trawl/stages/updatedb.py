@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -51,17 +52,20 @@ class UpdateReport:
 
 
 def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> DataFrame:
-    """Crawldb rows of the fetched URLs after their fetch (``_op = 'update'``)."""
-    old = crawldb.select("host_bucket", "url_fp", "url", F.struct(*CRAWLDB_COLS).alias("old"))
-    fetch = pages.select("host_bucket", "url_fp", "url", F.struct(*pages.columns).alias("fetch"))
-    joined = old.join(fetch, ["host_bucket", "url_fp", "url"]).select("old", "fetch")
+    """Rows of the fetched URLs after their fetch. ``crawldb`` carries ``_op``:
+    'update' for known URLs, 'insert' for new ones (a redirect target the
+    fetch task followed is new and fetched in the same segment)."""
+    key = ["host_bucket", "url_fp", "url"]
+    old = crawldb.select(*key, F.struct(*CRAWLDB_COLS).alias("old"), "_op")
+    fetch = pages.select(*key, F.struct(*pages.columns).alias("fetch"))
+    joined = old.join(fetch, key).select("old", "fetch", "_op")
     at, segment, schedule = ctx.at, ctx.segment, ctx.cfg.schedule
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for row in rows:
             new = apply_fetch(row["old"], row["fetch"], at, segment, schedule)
-            if new is not row["old"]:
-                yield {**new, "_op": "update"}
+            if new is not row["old"] or row["_op"] == "insert":
+                yield {**new, "_op": row["_op"]}
 
     return map_records(joined, fn, OP_SCHEMA)
 
@@ -122,12 +126,8 @@ def admitted_links(links: DataFrame, ctx: StageContext) -> DataFrame:
 
 def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFrame:
     """hostdb rows for every host the segment visited, through ``merge_host``."""
-    visit = F.struct("fetched_at", "outcome", "delay_s", "elapsed_s", "ip")
-    pages = (
-        fetch.filter(F.col("kind") == "page")
-        .groupBy("host")
-        .agg(F.sort_array(F.collect_list(visit)).alias("visits"))
-    )
+    visit = F.struct("fetched_at", "outcome", "delay_s", "elapsed_s", "ip", "kind")
+    pages = fetch.groupBy("host").agg(F.sort_array(F.collect_list(visit)).alias("visits"))
     robots = (
         fetch.filter(F.col("kind") == "robots")
         .groupBy("host")
@@ -138,14 +138,17 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
         hostdb.select("host", F.struct(*HOSTDB_SCHEMA.fieldNames()).alias("old")), "host", "left"
     )
     at, segment, buckets = ctx.at, ctx.segment, ctx.cfg.crawl.host_buckets
+    politeness = ctx.cfg.politeness
+    pause = timedelta(seconds=politeness.failure_pause_s)
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for row in rows:
             host = row["host"]
             base = {"host_bucket": host_bucket(host, buckets), "domain": registered_domain(host)}
             new = merge_host(
-                row["old"], host, row["visits"] or [], row["robots"], at, segment, base
-            )
+                row["old"], host, row["visits"] or [], row["robots"], at, segment, base,
+                politeness.max_failures, pause,
+            )  # fmt: skip
             if new is not row["old"]:
                 yield new
 
@@ -168,12 +171,14 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
     buckets |= {r[0] for r in admitted.select("host_bucket").distinct().collect()}
     touched = read_table(spark, root, "crawldb").filter(f"host_bucket IN {sql_in(buckets)}")
-    new = admitted.join(
-        touched.select("host_bucket", "url_fp", "url"),
-        ["host_bucket", "url_fp", "url"],
-        "left_anti",
-    ).withColumn("_op", F.lit("insert"))
-    changes = updated_rows(touched, pages, ctx).unionByName(new).cache()
+    key = ["host_bucket", "url_fp", "url"]
+    new = admitted.join(touched.select(*key), key, "left_anti").withColumn("_op", F.lit("insert"))
+    known = touched.withColumn("_op", F.lit("update"))
+    changes = (
+        updated_rows(known.unionByName(new), pages, ctx)
+        .unionByName(new.join(pages.select(*key), key, "left_anti"))
+        .cache()
+    )
     report.new_urls = changes.filter("_op = 'insert'").count()
     merge_crawldb(changes, buckets, ctx)
 

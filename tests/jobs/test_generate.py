@@ -1,0 +1,139 @@
+"""generate's caps and policy on a synthetic crawldb (Spark, no web).
+
+Each host below exercises one rule of ``select_fetchlist``: the per-host
+window cap, hosts sharing an address sharing one budget, a Crawl-delay above
+the cap (one URL), the per-domain cap, and the operator's policy by host and
+by registered domain (block, minimum delay, page cap, pause, a cleared rule).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trawl.config import load_config
+from trawl.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA, POLICY_SCHEMA
+from trawl.stages.common import StageContext
+from trawl.stages.generate import select_fetchlist
+from trawl.urlnorm import registered_domain, url_fingerprint
+
+AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+# host -> (IP, URLs in crawldb, hostdb extras)
+HOSTS: dict[str, tuple[str, int, dict[str, Any]]] = {
+    "a-shared.com": ("10.0.0.1", 10, {}),
+    "b-shared.org": ("10.0.0.1", 10, {}),  # same address as a: one budget
+    "alone.com": ("10.0.0.2", 10, {"delay_s": 20.0}),  # window 100 / 20 + 1 = 6
+    "slow.org": ("10.0.0.3", 10, {"crawl_delay_s": 100.0}),  # over the 30 s cap: 1
+    "c1.multi.net": ("10.0.0.4", 10, {}),  # the domain multi.net is capped at 7 ...
+    "c2.multi.net": ("10.0.0.5", 10, {}),  # ... over both its hosts
+    "x.blocked.info": ("10.0.0.6", 10, {}),  # domain blocked by policy
+    "slowed.info": ("10.0.0.7", 10, {}),  # policy min delay 50: 100 / 50 + 1 = 3
+    "capped.info": ("10.0.0.8", 10, {}),  # policy page cap 2
+    "paused.info": ("10.0.0.9", 10, {}),  # paused until tomorrow
+    "was-paused.info": ("10.0.0.10", 10, {}),  # pause over: back to normal
+    "cleared.info": ("10.0.0.11", 10, {}),  # blocked, then cleared
+    "failing.info": ("10.0.0.12", 10, {"backoff_until": AT + timedelta(hours=3)}),
+}
+
+
+def _crawldb_rows() -> list[dict[str, Any]]:
+    rows = []
+    for host, (_, count, _) in HOSTS.items():
+        for i in range(count):
+            url = f"http://{host}/p{i}"
+            row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
+            row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=0,
+                       domain=registered_domain(host), status="unfetched", depth=0,
+                       score=1.0 - i / 100)  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def _hostdb_rows() -> list[dict[str, Any]]:
+    rows = []
+    for host, (ip, _, extra) in HOSTS.items():
+        row: dict[str, Any] = dict.fromkeys(HOSTDB_SCHEMA.fieldNames())
+        row.update(host=host, host_bucket=0, domain=registered_domain(host), ip=ip, **extra)
+        rows.append(row)
+    return rows
+
+
+def _policy(scope: str, target: str, at: datetime, **fields: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(POLICY_SCHEMA.fieldNames())
+    row.update(scope=scope, target=target, action="set", set_by="test", set_at=at, reason="t")
+    row.update(fields)
+    return row
+
+
+POLICY = [
+    _policy("domain", "blocked.info", AT, blocked=True),
+    _policy("host", "slowed.info", AT, min_delay_s=50.0),
+    _policy("host", "capped.info", AT, max_pages_per_cycle=2),
+    _policy("host", "paused.info", AT, paused_until=AT + timedelta(days=1)),
+    _policy("host", "was-paused.info", AT, paused_until=AT - timedelta(hours=1)),
+    _policy("domain", "cleared.info", AT - timedelta(hours=2), blocked=True),
+    _policy("domain", "cleared.info", AT - timedelta(hours=1), action="clear"),
+]
+
+
+@pytest.fixture(scope="module")
+def chosen(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Counter[str]:
+    hosts_file: Path = tmp_path_factory.mktemp("generate") / "hosts"
+    hosts_file.write_text("".join(f"{ip} {h}\n" for h, (ip, _, _) in HOSTS.items()))
+    cfg = load_config(
+        None,
+        [
+            f"dns.hosts_file={hosts_file}",
+            "politeness.min_delay_s=1.0",
+            "robots.max_crawl_delay_s=30",
+            "generate.fetch_window_s=100",
+            "generate.max_per_host=8",
+            "generate.max_per_domain=7",
+        ],
+        environ={},
+    )
+    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    fetchlist = select_fetchlist(
+        spark.createDataFrame(_crawldb_rows(), CRAWLDB_SCHEMA),
+        spark.createDataFrame(_hostdb_rows(), HOSTDB_SCHEMA),
+        spark.createDataFrame(POLICY, POLICY_SCHEMA),
+        ctx,
+    )
+    rows = fetchlist.select("host", "domain", "ip").collect()
+    assert all(r["domain"] == registered_domain(r["host"]) for r in rows)
+    return Counter(r["host"] for r in rows)
+
+
+def test_hosts_sharing_an_address_share_one_budget(chosen: Counter[str]) -> None:
+    assert chosen["a-shared.com"] + chosen["b-shared.org"] == 8
+
+
+def test_a_host_gets_what_its_gap_allows_in_the_window(chosen: Counter[str]) -> None:
+    assert chosen["alone.com"] == 6
+
+
+def test_a_crawl_delay_above_the_cap_gets_one_url(chosen: Counter[str]) -> None:
+    assert chosen["slow.org"] == 1
+
+
+def test_a_registered_domain_is_capped_over_its_hosts(chosen: Counter[str]) -> None:
+    assert chosen["c1.multi.net"] + chosen["c2.multi.net"] == 7
+
+
+def test_policy_by_domain_and_host(chosen: Counter[str]) -> None:
+    assert chosen["x.blocked.info"] == 0
+    assert chosen["slowed.info"] == 3
+    assert chosen["capped.info"] == 2
+    assert chosen["paused.info"] == 0
+    # each .info host is a registered domain of its own: the domain cap, 7
+    assert chosen["was-paused.info"] == 7
+    assert chosen["cleared.info"] == 7
+
+
+def test_a_host_in_back_off_is_not_generated(chosen: Counter[str]) -> None:
+    assert chosen["failing.info"] == 0
