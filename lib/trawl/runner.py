@@ -91,6 +91,11 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
         rows.filter("robots_decision IS NOT NULL").groupBy("robots_decision").count().collect()
     ):
         counters.append((f"robots/{r['robots_decision']}", r["count"]))
+    # Why URLs were not fetched or failed: the error's kind ("policy",
+    # "address", "timeout", "crawl_delay_over_cap", "time_limit", ...).
+    why = F.substring_index(F.col("error"), ":", 1).alias("why")
+    for r in rows.filter("error IS NOT NULL").groupBy("outcome", why).count().collect():
+        counters.append((f"fetch/why/{r['outcome']}/{r['why']}", r["count"]))
     write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
 
