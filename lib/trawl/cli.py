@@ -14,10 +14,13 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trawl import __version__
 from trawl.config import Config, ConfigError, load_config
+
+if TYPE_CHECKING:
+    from trawl.policy import PolicyRule, PolicyStore
 
 DEFAULT_CRAWL = "crawl"
 
@@ -86,7 +89,59 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--cycles", type=int, default=3)
     p.add_argument("--out", default="demo", help="folder for the demo's crawl and test web")
+    _policy_parser(sub)
     return parser
+
+
+def _policy_target_args(p: argparse.ArgumentParser, required: bool) -> None:
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--host", help="one host, e.g. www.example.com")
+    group.add_argument("--domain", help="a registered domain and all its hosts, e.g. example.com")
+
+
+def _policy_author(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reason", required=True, help="why (kept in the audit trail)")
+    p.add_argument("--by", help="who (default: your user name)")
+
+
+def _policy_parser(sub: Any) -> None:
+    policy = sub.add_parser(
+        "policy",
+        help="block / slow / pause / budget a host or domain, with a reason (no Spark)",
+        description="Operator rules, kept in the policy table as an audit trail. "
+        "Running fetches pick changes up within fetch.policy_refresh_s.",
+    )
+    verbs = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
+    p = verbs.add_parser("set", help="change the rule for a host or domain; prints it")
+    _common(p)
+    _policy_target_args(p, required=True)
+    block = p.add_mutually_exclusive_group()
+    block.add_argument(
+        "--block", dest="blocked", action="store_const", const=True, help="fetch nothing"
+    )
+    block.add_argument(
+        "--unblock", dest="blocked", action="store_const", const=False, help="lift a block"
+    )
+    p.add_argument(
+        "--min-delay", type=float, metavar="SECONDS", help="at least this gap between requests"
+    )
+    pause = p.add_mutually_exclusive_group()
+    pause.add_argument(
+        "--pause-until",
+        metavar="ISO",
+        help="no fetches until then (UTC if no zone; a past time ends a pause)",
+    )
+    pause.add_argument("--pause-for", metavar="DURATION", help="no fetches for 30m, 2h, 1d ...")
+    p.add_argument("--max-pages", type=int, metavar="N", help="at most N pages per cycle")
+    _policy_author(p)
+    p = verbs.add_parser("list", help="the rules in force (or every change with --history)")
+    _common(p)
+    _policy_target_args(p, required=False)
+    p.add_argument("--history", action="store_true", help="the whole audit trail")
+    p = verbs.add_parser("clear", help="remove the rule for a host or domain")
+    _common(p)
+    _policy_target_args(p, required=True)
+    _policy_author(p)
 
 
 def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
@@ -116,6 +171,8 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         from trawl.demo import run_demo
 
         return run_demo(cfg, Path(args.out), args.cycles, args.set)
+    if args.command == "policy":  # deltalake only: never starts a JVM
+        return _policy(args)
     from trawl.report import emit
     from trawl.session import build_spark
 
@@ -175,6 +232,68 @@ def _query(spark: Any, root: str, args: argparse.Namespace) -> int:
         return 2
     emit(rows, args.json)
     return 0
+
+
+def _operator() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser() or "unknown"
+    except (OSError, KeyError, ImportError):
+        return "unknown"
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from trawl.policy import PolicyStore, PolicyTableError
+    from trawl.report import emit
+
+    store = PolicyStore(args.crawl if "://" in args.crawl else Path(args.crawl).absolute())
+    try:
+        if args.policy_command == "list":
+            rows, title = _policy_list(store, args)
+        else:
+            rows, title = [_policy_change(store, args).as_row()], "policy in force"
+    except PolicyTableError as exc:
+        print(f"trawl policy: {exc}", file=sys.stderr)
+        return 1
+    emit(rows, args.json, title)
+    return 0
+
+
+def _policy_target(args: argparse.Namespace) -> tuple[str, str] | None:
+    if args.host is not None:
+        return ("host", args.host)
+    return ("domain", args.domain) if args.domain is not None else None
+
+
+def _policy_list(store: PolicyStore, args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
+    from trawl.policy import rules_for
+
+    if args.history:
+        rules, title = store.rules(), "policy history"
+    else:
+        rules, title = sorted(store.in_force().values(), key=lambda r: r.key), "policy in force"
+    wanted = _policy_target(args)
+    if wanted is not None:
+        rules = rules_for(rules, *wanted)
+    return [r.as_row() for r in rules], title
+
+
+def _policy_change(store: PolicyStore, args: argparse.Namespace) -> PolicyRule:
+    from trawl.policy import RuleChange, parse_duration, parse_time, pause_end
+
+    wanted = _policy_target(args)
+    assert wanted is not None  # argparse requires --host or --domain here
+    scope, target = wanted
+    by = args.by if args.by is not None else _operator()
+    now = datetime.now(UTC)  # an operator action happens now
+    if args.policy_command == "clear":
+        return store.clear(scope, target, set_by=by, reason=args.reason, at=now)
+    pause = parse_time(args.pause_until) if args.pause_until is not None else None
+    if args.pause_for is not None:
+        pause = pause_end(now, parse_duration(args.pause_for))
+    change = RuleChange(args.blocked, args.min_delay, pause, args.max_pages)
+    return store.set(scope, target, change, set_by=by, reason=args.reason, at=now)
 
 
 if __name__ == "__main__":

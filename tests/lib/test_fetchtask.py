@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import threading
 import time
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from trawl import urlnorm
 from trawl.config import Config, load_config
-from trawl.fetchtask import ROBOTS_ATTEMPTS, run_fetch_task
+from trawl.fetchtask import ROBOTS_ATTEMPTS, policy_source, run_fetch_task
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps
 
@@ -460,3 +461,38 @@ def test_redirects_are_followed_on_the_same_task_when_configured(
     # Nutch's default (0): the target is only recorded, for a later cycle
     assert set(page_rows(recorded)) == {i["url"] for i in items}
     assert {r["redirect_to"] for r in page_rows(recorded).values()} == targets
+
+
+def test_trawl_policy_set_block_reaches_a_running_fetch(model: WebModel, tmp_path: Path) -> None:
+    # The whole path: the operator's command writes the policy table, the
+    # running task re-reads it (every fetch.policy_refresh_s) and stops the host.
+    from trawl.cli import main
+
+    host = max(model.hosts, key=lambda h: len(h.pages) if h.robots_status < 500 else 0)
+    root = tmp_path / "crawl"
+    refresh = 0.5
+    rows: list[dict[str, Any]] = []
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host.name]
+        cfg = config(web, "politeness.min_delay_s=0.25", f"fetch.policy_refresh_s={refresh}")
+        task = threading.Thread(
+            target=lambda: rows.extend(
+                run_fetch_task(items, cfg, "seg1", 0, None, 60, policy_source(str(root)))
+            )
+        )
+        task.start()
+        time.sleep(1.0)
+        argv = ["policy", "set", "--crawl", str(root), "--host", host.name, "--block"]
+        assert main([*argv, "--reason", "site owner asked", "--by", "ops"]) == 0
+        blocked_at = time.time()
+        task.join(60)
+        assert not task.is_alive()
+    log = [r for r in read_log(web.access_log) if r["host"] == host.name]
+    late = [r for r in log if r["start"] > blocked_at + refresh + 0.1]
+    assert late == [], "requests started after the block was read"
+    pages = page_rows(rows)
+    stopped = [r for r in pages.values() if r["outcome"] == "deferred"]
+    assert stopped, "the host still had work when the block came"
+    assert len(stopped) >= len(items) - len(log)
+    assert all(r["error"].startswith("policy: blocked") for r in stopped)
+    assert all("site owner asked (ops)" in r["error"] for r in stopped)

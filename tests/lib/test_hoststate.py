@@ -83,8 +83,11 @@ def test_robots_fields_copied_from_the_robots_row() -> None:
     assert new["crawl_delay_s"] == 2.0
 
 
-@pytest.mark.parametrize("decision", ["status_5xx", "status_429", "unreachable",
-                                      "stale_copy_status_5xx", "unreachable_long_unreachable"])  # fmt: skip
+OUTAGES = ["status_5xx", "status_429", "unreachable", "stale_copy_status_5xx",
+           "unreachable_long_unreachable"]  # fmt: skip
+
+
+@pytest.mark.parametrize("decision", OUTAGES)
 def test_an_outage_keeps_the_last_usable_copy_and_marks_its_start(decision: str) -> None:
     old = merge(None, [visit("success")], robots_row(), segment="seg1")
     failed = robots_row(
