@@ -160,6 +160,11 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"trawl: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `trawl ... --json | head`: the reader had enough
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
