@@ -83,6 +83,8 @@ class Fetcher:
         self.client = client
         self.warc = warc
         self._warc_lock = threading.Lock()
+        # A time.monotonic() reading no request may outlast (the task's deadline).
+        self.not_after: float | None = None
 
     @classmethod
     def from_config(cls, cfg: Config, warc: WarcWriter | None = None) -> Fetcher:
@@ -95,6 +97,9 @@ class Fetcher:
             total_timeout_s=h.total_timeout_s,
             max_content_bytes=h.max_content_bytes,
             max_decompressed_bytes=h.max_decompressed_bytes,
+            accept_encoding=h.accept_encoding,
+            min_transfer_rate_bps=h.min_transfer_rate_bps,
+            transfer_rate_window_s=h.transfer_rate_window_s,
         )
         return cls(cfg, Resolver.from_config(cfg), client, warc)
 
@@ -111,7 +116,7 @@ class Fetcher:
         target, target_ip, hops = url, ip, 0
         while True:
             try:
-                resp = self.client.get(target, target_ip)
+                resp = self.client.get(target, target_ip, not_after=self.not_after)
             except FetchError as exc:
                 error = f"{exc.kind}: {exc}"
                 break
@@ -155,9 +160,14 @@ class Fetcher:
         started = datetime.now(UTC)
         row = self.base_row(item, "page", url, ip, started)
         try:
-            resp = self.client.get(url, ip, self._conditional_headers(item))
+            resp = self.client.get(
+                url, ip, self._conditional_headers(item), not_after=self.not_after
+            )
         except FetchError as exc:
-            row.update(outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}")
+            elapsed = (datetime.now(UTC) - started).total_seconds()
+            row.update(
+                outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}", elapsed_s=elapsed
+            )
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
         row.update(self._response_fields(resp, outcome))

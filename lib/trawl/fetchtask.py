@@ -134,6 +134,7 @@ class FetchTask:
     ) -> None:
         self.cfg = cfg
         self.fetcher = fetcher
+        fetcher.not_after = deadline  # no request outlasts the segment's time limit
         self.rule = gap_rule(cfg)
         self.scheduler: HostScheduler[Mapping[str, Any]] = HostScheduler(
             self.rule, deadline, time.monotonic, mode=cfg.politeness.mode

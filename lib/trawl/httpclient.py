@@ -8,17 +8,30 @@ line and fields byte for byte as sent (written by us through ``http.client``'s
 ``putrequest(skip_host=True, skip_accept_encoding=True)``: urllib3's pool would
 add a User-Agent and re-encode the target, ``%2f`` -> ``%2F``); ``headers`` in
 arrival order with repeats; ``raw_body``, de-chunked but still content-coded
-(what WARC stores); ``body`` with gzip/x-gzip/deflate undone (RFC 9110 8.4,
+(what WARC stores); ``body`` with gzip/x-gzip/deflate/br undone (RFC 9110 8.4,
 ``trawl.contentcoding``).
 
-Limits, all hard: ``connect_timeout_s`` (TCP + TLS handshake),
-``read_timeout_s`` (any wait for bytes), ``total_timeout_s`` (wall time of the
-whole ``get``: checked between reads and capping each read's wait; the head is
-bounded per read and by ``http.client``'s 100 fields of 64 KiB),
-``max_content_bytes`` (raw body) and ``max_decompressed_bytes`` (inflated with
-``max_length``, so a bomb is never held whole). A limit hit mid-body keeps what
-came and sets ``truncated`` to the WARC 1.1 reason: "length", "time", or
-"disconnect" when the peer closed early. Redirects are returned, not followed.
+Limits, all hard, because a server may be hostile rather than slow:
+``connect_timeout_s`` (TCP + TLS handshake), ``read_timeout_s`` (any wait for
+bytes), ``total_timeout_s`` (wall time of the whole ``get``),
+``min_transfer_rate_bps`` (bytes per second over the last
+``transfer_rate_window_s`` of the body, judged once the body has been read for
+a whole window: a 1 byte/s drip never trips the read timeout, and without this
+would hold a fetch thread for the whole ``total_timeout_s``),
+``max_content_bytes`` (raw body) and ``max_decompressed_bytes`` (decoded
+under a bound, so a bomb is never held whole). The response is read through
+``_DeadlineReader``, which gives every socket read the smaller of the read
+timeout and the time left, so the total limit holds in the head, in chunk-size
+lines and in trailers too, where ``http.client`` reads line by line (a head
+dripped one byte at a time, or an endless run of ``100 Continue``, would
+otherwise never end). An oversized or malformed head - a status line that is
+not HTTP, a field line over 64 KiB, more than 100 fields: ``http.client``'s
+limits - is ``FetchError("protocol")``; a head the peer closed before its
+blank line is ``FetchError("read")``, where ``http.client`` alone would make it
+a complete response with no body (RFC 9112 8). A limit hit mid-body keeps what came
+and sets ``truncated`` to the WARC 1.1 reason: "length", "time" (total time or
+transfer rate), or "disconnect" when the peer closed early or broke the
+framing. Redirects are returned, not followed.
 
 Connections are kept alive (RFC 9112 9.3) in a pool of idle ones keyed by
 (scheme, ip, port, host), so a host's next URL skips TCP and TLS handshakes:
@@ -33,16 +46,18 @@ threads: each exchange owns its connection and only the pool is locked.
 from __future__ import annotations
 
 import http.client
+import io
 import ipaddress
+import math
 import re
 import socket
 import ssl
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
 from urllib3.util import wait_for_read
@@ -57,6 +72,7 @@ _READ_SIZE = 65_536
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2
 _BAD_VALUE = re.compile(r"[\r\n\x00]")  # RFC 9110 5.5: no CR, LF or NUL in a field value
 _CALLER_MAY_NOT_SET = {"host", "content-length", "transfer-encoding"}  # target and framing
+_RATE_SAMPLES = 10  # samples kept per transfer-rate window (bounds the memory of the check)
 _PoolKey = tuple[str, str, int, str]
 
 
@@ -164,7 +180,110 @@ def _check_field(name: str, value: str) -> None:
     value.encode("latin-1")  # http.client sends values as ISO-8859-1 (RFC 9110 5.5)
 
 
-class _PinnedTLSConnection(http.client.HTTPConnection):
+class _DeadlineReader(io.RawIOBase):
+    """The socket as ``http.client`` reads it, with each wait bounded by the
+    read timeout and by the time left until the exchange's deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float, read_timeout_s: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)  # keeps the socket open until closed
+        self._deadline = deadline
+        self._read_timeout_s = read_timeout_s
+        self.eof = False  # the peer closed its end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("total time limit reached")
+        self._sock.settimeout(min(self._read_timeout_s, left))
+        try:
+            n = self._raw.readinto(buffer)
+        except TimeoutError:  # say which limit it was
+            if time.monotonic() >= self._deadline:
+                raise TimeoutError("total time limit reached") from None
+            raise TimeoutError(f"no bytes for {self._read_timeout_s:g} s (read timeout)") from None
+        self.eof = self.eof or n == 0
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _BoundedResponse(http.client.HTTPResponse):
+    """An ``HTTPResponse`` that reads through a ``_DeadlineReader`` and refuses
+    a head the peer cut short."""
+
+    def __init__(
+        self, sock: socket.socket, deadline: float, read_timeout_s: float, method: str | None
+    ) -> None:
+        super().__init__(sock, method=method)
+        self.fp.close()  # the plain reader made by HTTPResponse; nothing was read from it
+        self._reader = _DeadlineReader(sock, deadline, read_timeout_s)
+        self.fp = io.BufferedReader(self._reader)
+
+    def begin(self) -> None:
+        super().begin()
+        # http.client takes end of input for the end of the fields. The head is
+        # read line by line and a line is only read past once it is whole, so
+        # end of input seen by now means the fields never ended: RFC 9112 8,
+        # an incomplete message (else a cut-off head is a 200 with no body).
+        if self._reader.eof:
+            raise ConnectionAbortedError("the peer closed the connection inside the response head")
+
+
+class _Connection(http.client.HTTPConnection):
+    """HTTP/1.1 to a pinned address; the response of the exchange in progress
+    reads under that exchange's ``deadline`` (set before each request)."""
+
+    deadline = math.inf
+    read_timeout_s = math.inf
+
+    # http.client calls ``self.response_class(sock, method=...)``: a method
+    # serves as well as a class, and binds the limits of this connection.
+    def response_class(  # type: ignore[override]
+        self,
+        sock: socket.socket,
+        debuglevel: int = 0,
+        method: str | None = None,
+        url: str | None = None,
+    ) -> http.client.HTTPResponse:
+        return _BoundedResponse(sock, self.deadline, self.read_timeout_s, method)
+
+
+class _TransferRate:
+    """Is the body arriving slower than ``floor_bps``, averaged over the last
+    ``window_s``? Judged only once the body has been read for a whole window.
+
+    Samples of (time, bytes so far) are kept about ``window_s / _RATE_SAMPLES``
+    apart, so the memory is bounded whatever the read pattern; the average is
+    taken from the newest sample at least one window old, i.e. over a span of
+    one window to one window plus a sample spacing.
+    """
+
+    def __init__(self, floor_bps: float, window_s: float, started: float) -> None:
+        self.floor_bps = floor_bps
+        self.window_s = window_s
+        self._samples: deque[tuple[float, int]] = deque([(started, 0)])
+
+    def too_slow(self, received: int, now: float) -> bool:
+        if self.floor_bps <= 0 or self.window_s <= 0:
+            return False
+        if now - self._samples[-1][0] >= self.window_s / _RATE_SAMPLES:
+            self._samples.append((now, received))
+        while len(self._samples) > 1 and now - self._samples[1][0] >= self.window_s:
+            self._samples.popleft()
+        since, then = self._samples[0]
+        if now - since < self.window_s:
+            return False
+        return (received - then) / (now - since) < self.floor_bps
+
+
+class _PinnedTLSConnection(_Connection):
     """HTTPS to a pinned address: TCP to the IP, TLS SNI and certificate
     verification against the URL's host name (RFC 9110 4.3.4, RFC 6066 3)."""
 
@@ -193,8 +312,10 @@ class HttpClient:
         total_timeout_s: float = 30,
         max_content_bytes: int = 2_000_000,
         max_decompressed_bytes: int = 10_000_000,
-        accept_encoding: str = "gzip, deflate",
+        accept_encoding: str = "gzip, deflate, br",
         *,
+        min_transfer_rate_bps: float = 0.0,
+        transfer_rate_window_s: float = 10.0,
         accept: str = DEFAULT_ACCEPT,
         max_idle_connections: int = 32,
         idle_timeout_s: float = 30.0,
@@ -207,6 +328,8 @@ class HttpClient:
         self.total_timeout_s = total_timeout_s
         self.max_content_bytes = max_content_bytes
         self.max_decompressed_bytes = max_decompressed_bytes
+        self.min_transfer_rate_bps = min_transfer_rate_bps  # 0: no minimum
+        self.transfer_rate_window_s = transfer_rate_window_s
         # RFC 9110 12.5.3: no Accept-Encoding would allow any coding; "identity" asks for none.
         self.accept_encoding = accept_encoding or "identity"
         self.accept = accept
@@ -214,30 +337,37 @@ class HttpClient:
         self.idle_timeout_s = idle_timeout_s
         self.ca_certs = ca_certs
         self._tls: ssl.SSLContext | None = None  # made on first use: loading CAs takes ~50 ms
-        self._idle: OrderedDict[_PoolKey, tuple[float, http.client.HTTPConnection]] = OrderedDict()
+        self._idle: OrderedDict[_PoolKey, tuple[float, _Connection]] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- public ----------------------------------------------------------------
 
     def get(
-        self, url: str, ip: str, extra_headers: Mapping[str, str] | None = None
+        self,
+        url: str,
+        ip: str,
+        extra_headers: Mapping[str, str] | None = None,
+        not_after: float | None = None,
     ) -> HttpResponse:
         """GET ``url`` from ``ip``; ``FetchError`` if no response head arrives.
 
         ``extra_headers`` (e.g. If-None-Match, If-Modified-Since) are sent after
         ours and replace ours of the same name; Host and framing fields are
-        refused (``ValueError``).
+        refused (``ValueError``). ``not_after`` (a ``time.monotonic()`` reading)
+        brings the total time limit forward, e.g. to a fetch task's deadline.
         """
         started = time.monotonic()
         deadline = started + self.total_timeout_s
+        if not_after is not None:
+            deadline = min(deadline, not_after)
         target = parse_target(url)
         ip = str(ipaddress.ip_address(ip.strip("[]")))  # ValueError: not an address
         fields = self._request_fields(target, extra_headers)
         key = (target.scheme, ip, target.port, target.host)
-        conn, resp, sock = self._open(key, target, fields, deadline)
+        conn, resp = self._open(key, target, fields, deadline)
         ttfb = time.monotonic() - started
         try:
-            raw, truncated = self._read_body(resp, sock, deadline)
+            raw, truncated = self._read_body(resp)
         except BaseException:
             conn.close()
             raise
@@ -313,24 +443,23 @@ class HttpClient:
 
     def _open(
         self, key: _PoolKey, target: Target, fields: list[tuple[str, str]], deadline: float
-    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, socket.socket]:
-        """Send the request and read the response head: (conn, response, socket)."""
+    ) -> tuple[_Connection, http.client.HTTPResponse]:
+        """Send the request and read the response head: (conn, response)."""
         for attempt in range(2):
             conn = self._checkout(key) if attempt == 0 else None
             reused = conn is not None
             if conn is None:
                 conn = self._connect(target, key[1], deadline)
-            # Kept for the body reads: http.client drops conn.sock when the response will close.
-            sock: socket.socket = conn.sock
+            conn.deadline, conn.read_timeout_s = deadline, self.read_timeout_s
             try:
-                sock.settimeout(self._wait(self.read_timeout_s, deadline))
+                conn.sock.settimeout(self._wait(self.read_timeout_s, deadline))  # for sending
                 conn.putrequest(
                     "GET", target.request_target, skip_host=True, skip_accept_encoding=True
                 )
                 for name, value in fields:
                     conn.putheader(name, value)
                 conn.endheaders()
-                return conn, conn.getresponse(), sock
+                return conn, conn.getresponse()
             except Exception as exc:
                 conn.close()
                 if reused and isinstance(exc, ConnectionError):
@@ -338,13 +467,13 @@ class HttpClient:
                 _raise_fetch_error(exc, f"GET {target.request_target}", connecting=False)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _connect(self, target: Target, ip: str, deadline: float) -> http.client.HTTPConnection:
+    def _connect(self, target: Target, ip: str, deadline: float) -> _Connection:
         timeout = self._wait(self.connect_timeout_s, deadline)
-        conn: http.client.HTTPConnection
+        conn: _Connection
         if target.scheme == "https":
             conn = _PinnedTLSConnection(ip, target.port, timeout, self._tls_context(), target.host)
         else:
-            conn = http.client.HTTPConnection(ip, target.port, timeout=timeout)
+            conn = _Connection(ip, target.port, timeout=timeout)
         try:
             conn.connect()
         except Exception as exc:
@@ -361,17 +490,18 @@ class HttpClient:
 
     # -- response --------------------------------------------------------------
 
-    def _read_body(
-        self, resp: http.client.HTTPResponse, sock: socket.socket, deadline: float
-    ) -> tuple[bytes, Truncation | None]:
-        """Read the payload in chunks until EOF or a limit (module docstring)."""
+    def _read_body(self, resp: http.client.HTTPResponse) -> tuple[bytes, Truncation | None]:
+        """Read the payload in chunks until EOF or a limit (module docstring).
+
+        Each read waits at most the read timeout and never past the deadline
+        (``_DeadlineReader``); the transfer rate is judged after every read.
+        """
         raw = bytearray()
         cap = self.max_content_bytes
+        rate = _TransferRate(
+            self.min_transfer_rate_bps, self.transfer_rate_window_s, time.monotonic()
+        )
         while True:
-            timeout = min(self.read_timeout_s, deadline - time.monotonic())
-            if timeout <= 0:
-                return bytes(raw), "time"
-            sock.settimeout(timeout)
             try:
                 chunk = resp.read1(min(_READ_SIZE, cap + 1 - len(raw)))
             except TimeoutError:
@@ -383,6 +513,8 @@ class HttpClient:
             raw += chunk
             if len(raw) > cap:
                 return bytes(raw[:cap]), "length"
+            if rate.too_slow(len(raw), time.monotonic()):
+                return bytes(raw), "time"
         if resp.length:  # Content-Length promised more than came (RFC 9112 8)
             return bytes(raw), "disconnect"
         return bytes(raw), None
@@ -397,7 +529,7 @@ class HttpClient:
 
     # -- pool ------------------------------------------------------------------
 
-    def _checkout(self, key: _PoolKey) -> http.client.HTTPConnection | None:
+    def _checkout(self, key: _PoolKey) -> _Connection | None:
         with self._lock:
             entry = self._idle.pop(key, None)
         if entry is None:
@@ -410,7 +542,7 @@ class HttpClient:
         conn.close()
         return None
 
-    def _checkin(self, key: _PoolKey, conn: http.client.HTTPConnection) -> None:
+    def _checkin(self, key: _PoolKey, conn: _Connection) -> None:
         evicted = []
         with self._lock:
             if key in self._idle or self.max_idle_connections <= 0:
@@ -444,4 +576,7 @@ def _raise_fetch_error(exc: Exception, where: str, connecting: bool) -> NoReturn
         kind = "connect" if connecting else "read"
     else:
         raise exc
-    raise FetchError(kind, f"{where}: {type(exc).__name__}: {exc}") from exc
+    detail = str(exc)
+    if not detail.isprintable():  # e.g. a status line of raw bytes: no CR/LF in logs and rows
+        detail = repr(detail)
+    raise FetchError(kind, f"{where}: {type(exc).__name__}: {detail}") from exc

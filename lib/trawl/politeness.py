@@ -16,11 +16,13 @@ needs no coordination. Rules:
   a host that struggled comes back step by step (Heritrix's adaptive delay);
 - ``max_failures`` failed requests in a row pause the host: its remaining
   work is taken out (``stop_host``) and deferred;
-- ``mode`` says whose clock counts: "byHost" (hosts on one address do not
-  wait for each other) or "byIP" / "both" (one request in flight per address
-  and the address waits out each request's gap). A host's next request always
-  waits for its own gap too, and a host has one address within a task, so
-  byIP and both coincide here; generate groups hosts by address for both;
+- ``mode`` says whose clock counts. "byHost": each host its own, hosts on one
+  address do not wait for each other. "byIP": the address is the unit, as
+  Nutch's queue by IP: one request in flight and each request's whole gap
+  (Crawl-delay, back-off, response time) before the next to any of its
+  hosts. "both" (default): every host keeps its own full gap, and its
+  address allows one request in flight and ``min_delay`` between any two, so
+  a host's Crawl-delay or back-off holds up only that host;
 - an operator's minimum delay for a host (``set_min_delay``) is a floor, and
   ``stop_host`` takes a blocked host's work out while others run on.
 
@@ -61,10 +63,15 @@ class GapRule:
         # The robots Crawl-delay (capped) is a floor the max_delay cap never lowers.
         return max(min(gap, self.max_delay_s), crawl_delay, self.min_delay_s)
 
-    def after_failure(self, previous_gap_s: float, retry_after_s: float | None) -> float:
+    def after_failure(
+        self, previous_gap_s: float, retry_after_s: float | None, crawl_delay_s: float | None = None
+    ) -> float:
         if retry_after_s is not None and retry_after_s >= 0:
-            return min(max(retry_after_s, self.min_delay_s), self.max_backoff_s)
-        return min(max(previous_gap_s, self.min_delay_s) * 2.0, self.max_backoff_s)
+            gap = min(max(retry_after_s, self.min_delay_s), self.max_backoff_s)
+        else:
+            gap = min(max(previous_gap_s, self.min_delay_s) * 2.0, self.max_backoff_s)
+        # A short Retry-After never undercuts the host's Crawl-delay (capped).
+        return max(gap, min(crawl_delay_s or 0.0, self.max_crawl_delay_s))
 
     def over_cap(self, crawl_delay_s: float | None) -> bool:
         """A Crawl-delay longer than the cap: the host gets one request per
@@ -253,7 +260,9 @@ class HostScheduler(Generic[T]):
                 return host.gap_s
             if failed:
                 host.failures += 1
-                host.gap_s = self.rule.after_failure(max(host.gap_s, host.penalty_s), retry_after_s)
+                host.gap_s = self.rule.after_failure(
+                    max(host.gap_s, host.penalty_s), retry_after_s, host.crawl_delay_s
+                )
                 host.penalty_s = host.gap_s
             else:
                 host.failures = 0
@@ -263,7 +272,11 @@ class HostScheduler(Generic[T]):
             host.gap_s = max(host.gap_s, host.min_delay_s)
             now = self._clock()
             host.next_allowed = now + host.gap_s
-            ip.next_allowed = max(ip.next_allowed, now + host.gap_s)
+            # byIP: the address waits out each request's whole gap (Nutch's queue
+            # by IP); both: one request in flight and the minimum delay -- a
+            # host's own Crawl-delay, back-off or slowness holds only that host.
+            ip_gap = host.gap_s if self.mode == "byIP" else self.rule.min_delay_s
+            ip.next_allowed = max(ip.next_allowed, now + ip_gap)
             self._finish(host, ip)
             return host.gap_s
 

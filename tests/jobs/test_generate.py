@@ -1,7 +1,7 @@
 """generate's caps and policy on a synthetic crawldb (Spark, no web).
 
 Each host below exercises one rule of ``select_fetchlist``: the per-host
-window cap, hosts sharing an address sharing one budget, a Crawl-delay above
+window cap, the budget of an address its hosts share, a Crawl-delay above
 the cap (one URL), the per-domain cap, and the operator's policy by host and
 by registered domain (block, minimum delay, page cap, pause, a cleared rule).
 """
@@ -27,7 +27,7 @@ AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HOSTS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "a-shared.com": ("10.0.0.1", 10, {}),
     "b-shared.org": ("10.0.0.1", 10, {}),  # same address as a: one budget
-    "alone.com": ("10.0.0.2", 10, {"delay_s": 20.0}),  # window 100 / 20 + 1 = 6
+    "alone.com": ("10.0.0.2", 10, {"delay_s": 25.0}),  # window 100 / 25 + 1 = 5
     "slow.org": ("10.0.0.3", 10, {"crawl_delay_s": 100.0}),  # over the 30 s cap: 1
     "c1.multi.net": ("10.0.0.4", 10, {}),  # the domain multi.net is capped at 7 ...
     "c2.multi.net": ("10.0.0.5", 10, {}),  # ... over both its hosts
@@ -38,6 +38,8 @@ HOSTS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "was-paused.info": ("10.0.0.10", 10, {}),  # pause over: back to normal
     "cleared.info": ("10.0.0.11", 10, {}),  # blocked, then cleared
     "failing.info": ("10.0.0.12", 10, {"backoff_until": AT + timedelta(hours=3)}),
+    # 20 hosts x 6 on one address: more than its 100 s / 1 s + 1 = 101 slots
+    **{f"h{i}.crowd{i}.com": ("10.0.0.30", 10, {}) for i in range(20)},
 }
 
 
@@ -92,7 +94,7 @@ def chosen(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Counter[str]
             "politeness.min_delay_s=1.0",
             "robots.max_crawl_delay_s=30",
             "generate.fetch_window_s=100",
-            "generate.max_per_host=8",
+            "generate.max_per_host=6",
             "generate.max_per_domain=7",
         ],
         environ={},
@@ -109,12 +111,19 @@ def chosen(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Counter[str]
     return Counter(r["host"] for r in rows)
 
 
-def test_hosts_sharing_an_address_share_one_budget(chosen: Counter[str]) -> None:
-    assert chosen["a-shared.com"] + chosen["b-shared.org"] == 8
+def test_hosts_sharing_an_address_keep_their_own_caps(chosen: Counter[str]) -> None:
+    # mode both: each host its own gap; the address adds one request per min delay
+    assert chosen["a-shared.com"] == chosen["b-shared.org"] == 6
+
+
+def test_an_address_is_capped_at_what_its_clock_allows(chosen: Counter[str]) -> None:
+    crowd = [n for h, n in chosen.items() if ".crowd" in h]
+    assert sum(crowd) == 101
+    assert max(crowd) == 6
 
 
 def test_a_host_gets_what_its_gap_allows_in_the_window(chosen: Counter[str]) -> None:
-    assert chosen["alone.com"] == 6
+    assert chosen["alone.com"] == 5
 
 
 def test_a_crawl_delay_above_the_cap_gets_one_url(chosen: Counter[str]) -> None:
@@ -130,9 +139,9 @@ def test_policy_by_domain_and_host(chosen: Counter[str]) -> None:
     assert chosen["slowed.info"] == 3
     assert chosen["capped.info"] == 2
     assert chosen["paused.info"] == 0
-    # each .info host is a registered domain of its own: the domain cap, 7
-    assert chosen["was-paused.info"] == 7
-    assert chosen["cleared.info"] == 7
+    # each .info host is a registered domain of its own: the host cap, 6
+    assert chosen["was-paused.info"] == 6
+    assert chosen["cleared.info"] == 6
 
 
 def test_a_host_in_back_off_is_not_generated(chosen: Counter[str]) -> None:

@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import brotli
 import pytest
 
 from trawl import httpclient
@@ -120,7 +121,25 @@ def _cut_gzip(h: Handler, head: bytes) -> bool:
 
 @route("/br")
 def _br(h: Handler, head: bytes) -> bool:
+    respond(h, brotli.compress(TEXT), "Content-Type: text/html", "Content-Encoding: br")
+    return True
+
+
+@route("/br-bomb")
+def _br_bomb(h: Handler, head: bytes) -> bool:
+    respond(h, BR_BOMB, "Content-Encoding: br")
+    return True
+
+
+@route("/corrupt-br")
+def _corrupt_br(h: Handler, head: bytes) -> bool:
     respond(h, b"\x8b\x03\x80hello\x03", "Content-Encoding: br")
+    return True
+
+
+@route("/zstd")
+def _zstd(h: Handler, head: bytes) -> bool:
+    respond(h, b"(\xb5/\xfd not really zstd", "Content-Encoding: zstd")
     return True
 
 
@@ -209,6 +228,49 @@ def _garbage(h: Handler, head: bytes) -> bool:
     return False
 
 
+@route("/huge-field")
+def _huge_field(h: Handler, head: bytes) -> bool:
+    h.sock.sendall(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 1_000_000 + b"\r\n\r\nbody")
+    return False
+
+
+@route("/many-fields")
+def _many_fields(h: Handler, head: bytes) -> bool:
+    respond(h, b"body", *(f"X-Field-{i}: {i}" for i in range(150)))
+    return False
+
+
+@route("/slow-head")
+def _slow_head(h: Handler, head: bytes) -> bool:
+    h.sock.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(10000):  # one byte every 20 ms: no read timeout, never a whole head
+        if h.server.stop.wait(0.02):  # type: ignore[attr-defined]
+            break
+        h.sock.sendall(b"a")
+    return False
+
+
+@route("/continue-flood")
+def _continue_flood(h: Handler, head: bytes) -> bool:
+    for _ in range(100_000):  # interim responses without end (RFC 9110 15.2)
+        if h.server.stop.wait(0.001):  # type: ignore[attr-defined]
+            break
+        h.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+    return False
+
+
+@route("/bad-chunk")
+def _bad_chunk(h: Handler, head: bytes) -> bool:
+    h.sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n")
+    return False
+
+
+@route("/cut-head")
+def _cut_head(h: Handler, head: bytes) -> bool:
+    h.sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Half: ab")
+    return False  # close inside the fields
+
+
 @route("/slam")
 def _slam(h: Handler, head: bytes) -> bool:
     return False  # close without a word
@@ -288,6 +350,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 BOMB = _bomb()
+BR_BOMB = brotli.compress(bytes(BOMB_SIZE), quality=5)  # about 100 bytes
 
 
 def _serve(tls: ssl.SSLContext | None) -> Iterator[Server]:
@@ -348,7 +411,7 @@ def test_request_head_is_exactly_what_the_server_received(
             f"Host: test.example:{server.port}\r\n"
             f"User-Agent: {UA}\r\n"
             f"Accept: {httpclient.DEFAULT_ACCEPT}\r\n"
-            f"Accept-Encoding: gzip, deflate\r\n"
+            f"Accept-Encoding: gzip, deflate, br\r\n"
             f'If-None-Match: "abc"\r\n'
             f"If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"
             f"\r\n"
@@ -397,7 +460,7 @@ def test_response_fields_keep_order_and_repeats(client: HttpClient, server: Serv
     assert resp.header("missing") is None
 
 
-@pytest.mark.parametrize("path", ["/gzip", "/deflate-zlib", "/deflate-raw", "/chunked-gzip"])
+@pytest.mark.parametrize("path", ["/gzip", "/deflate-zlib", "/deflate-raw", "/chunked-gzip", "/br"])
 def test_content_codings_are_decoded(client: HttpClient, server: Server, path: str) -> None:
     resp = fetch(client, server, path)
     assert resp.body == TEXT
@@ -415,10 +478,13 @@ def test_chunked_body_is_dechunked(client: HttpClient, server: Server) -> None:
     assert resp.header("transfer-encoding") == "chunked"
 
 
-def test_gzip_bomb_stops_at_the_decompressed_cap(client: HttpClient, server: Server) -> None:
+@pytest.mark.parametrize(("path", "bomb"), [("/bomb", BOMB), ("/br-bomb", BR_BOMB)])
+def test_bomb_stops_at_the_decompressed_cap(
+    client: HttpClient, server: Server, path: str, bomb: bytes
+) -> None:
     started = time.monotonic()
-    resp = fetch(client, server, "/bomb")
-    assert len(resp.raw_body) == len(BOMB) < 50_000  # the wire bytes were small
+    resp = fetch(client, server, path)
+    assert len(resp.raw_body) == len(bomb) < 50_000  # the wire bytes were small
     assert resp.body == bytes(100_000)
     assert resp.truncated == "length"
     assert time.monotonic() - started < 1
@@ -429,7 +495,8 @@ def test_gzip_bomb_stops_at_the_decompressed_cap(client: HttpClient, server: Ser
     [
         ("/corrupt-gzip", "gzip: "),
         ("/cut-gzip", "gzip: stream ends early"),
-        ("/br", "unsupported content-coding: br"),
+        ("/corrupt-br", "br: "),
+        ("/zstd", "unsupported content-coding: zstd"),
     ],
 )
 def test_undecodable_body_keeps_raw_bytes(
@@ -481,8 +548,43 @@ def test_slow_body_stops_at_the_total_time_limit(server: Server, path: str) -> N
     assert resp.elapsed_s > 0.45 and took < 0.9
 
 
+def test_slow_drip_stops_at_the_minimum_transfer_rate(server: Server) -> None:
+    # /drip sends 50 bytes/s, each byte well inside the read timeout: only the
+    # rate, judged after one window of body, ends it long before the total limit.
+    with HttpClient(
+        UA,
+        read_timeout_s=1,
+        total_timeout_s=5,
+        min_transfer_rate_bps=500,
+        transfer_rate_window_s=0.4,
+    ) as c:
+        resp = fetch(c, server, "/drip")
+    assert resp.truncated == "time"
+    assert 0 < len(resp.raw_body) < 10_000
+    assert 0.4 <= resp.elapsed_s - resp.ttfb_s < 2
+
+
+def test_minimum_transfer_rate_spares_a_fast_body(server: Server) -> None:
+    with HttpClient(
+        UA, max_content_bytes=500_000, min_transfer_rate_bps=1e6, transfer_rate_window_s=0.01
+    ) as c:
+        resp = fetch(c, server, "/big")
+    assert resp.truncated is None
+    assert len(resp.raw_body) == 200_000
+
+
+def test_transfer_rate_is_judged_over_the_last_window() -> None:
+    rate = httpclient._TransferRate(100, 1.0, started=0.0)
+    assert not rate.too_slow(10, 0.5)  # slow, but not a whole window read yet
+    assert not rate.too_slow(1000, 1.0)  # 1000 bytes in the first second
+    assert not rate.too_slow(1100, 1.5)  # 1100 - 10 bytes over the last second or so
+    assert rate.too_slow(1110, 2.5)  # 1110 - 1000 over the last 1.5 s: 73 bytes/s
+    assert not httpclient._TransferRate(0, 1.0, started=0.0).too_slow(0, 100.0)  # disabled
+
+
 @pytest.mark.parametrize(
-    ("path", "got"), [("/short", b"0123456789"), ("/short-chunked", b"hellohal")]
+    ("path", "got"),
+    [("/short", b"0123456789"), ("/short-chunked", b"hellohal"), ("/bad-chunk", b"hello")],
 )
 def test_connection_lost_mid_body_keeps_what_came(
     client: HttpClient, server: Server, path: str, got: bytes
@@ -510,11 +612,37 @@ def test_refused_port_is_a_connect_error(client: HttpClient) -> None:
     assert info.value.kind == "connect"
 
 
-@pytest.mark.parametrize(("path", "kind"), [("/garbage", "protocol"), ("/slam", "read")])
-def test_broken_responses(client: HttpClient, server: Server, path: str, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "kind", "says"),
+    [
+        ("/garbage", "protocol", "BadStatusLine"),
+        ("/huge-field", "protocol", "LineTooLong"),  # http.client: 64 KiB per line
+        ("/many-fields", "protocol", "more than 100 headers"),
+        ("/slam", "read", "RemoteDisconnected"),
+        ("/cut-head", "read", "inside the response head"),  # not a 200 with no body
+    ],
+)
+def test_broken_responses(
+    client: HttpClient, server: Server, path: str, kind: str, says: str
+) -> None:
     with pytest.raises(FetchError) as info:
         fetch(client, server, path)
     assert info.value.kind == kind
+    assert says in str(info.value)
+    assert str(info.value).isprintable()  # the peer's bytes are quoted, never raw
+
+
+@pytest.mark.parametrize("path", ["/slow-head", "/continue-flood"])
+def test_endless_head_stops_at_the_total_time_limit(server: Server, path: str) -> None:
+    # Bytes keep coming, so no read times out; http.client reads the head line
+    # by line, so only a deadline on every socket read can stop it.
+    with HttpClient(UA, read_timeout_s=1, total_timeout_s=0.5) as c:
+        started = time.monotonic()
+        with pytest.raises(FetchError) as info:
+            fetch(c, server, path)
+    assert info.value.kind == "timeout"
+    assert "total time limit" in str(info.value)
+    assert time.monotonic() - started < 1.5
 
 
 # -- connections -----------------------------------------------------------------

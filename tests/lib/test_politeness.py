@@ -73,6 +73,16 @@ def test_after_failure(previous: float, retry_after: float | None, expected: flo
     assert RULE.after_failure(previous, retry_after) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    ("retry_after", "crawl_delay", "expected"),
+    [(1.0, 2.0, 2.0), (5.0, 2.0, 5.0), (None, 3.0, 3.0), (1.0, 500.0, 30.0)],
+)
+def test_after_failure_never_undercuts_the_crawl_delay(
+    retry_after: float | None, crawl_delay: float, expected: float
+) -> None:
+    assert RULE.after_failure(1.0, retry_after, crawl_delay) == pytest.approx(expected)
+
+
 def test_failures_double_up_to_the_hour_cap() -> None:
     gap, seen = 1.0, []
     for _ in range(14):
@@ -150,10 +160,10 @@ def test_hosts_on_one_ip_are_never_handed_out_together() -> None:
     assert s.acquire() == ("c", "c1")  # b is skipped: its address is busy
     assert clock.t == 0.0
     clock.t = 0.2
-    gap = s.release("a", 0.2)  # 10 x 0.2 = 2.0 s, for the address too
+    gap = s.release("a", 0.2)  # 10 x 0.2 = 2.0 s for a; the address owes 1.0 s
     assert gap == pytest.approx(2.0)
     assert s.acquire() == ("b", "b1")
-    assert clock.t == pytest.approx(0.2 + 2.0)  # b waited for the IP's gap
+    assert clock.t == pytest.approx(0.2 + 1.0)  # b waited for the address's minimum delay
     clock.t += 0.01
     s.release("b", 0.01)
     clock.t += 0.01
@@ -161,9 +171,9 @@ def test_hosts_on_one_ip_are_never_handed_out_together() -> None:
     assert s.acquire() is None
 
 
-def test_ip_clock_is_the_latest_of_its_hosts() -> None:
+def test_ip_clock_is_the_latest_of_its_hosts_in_mode_by_ip() -> None:
     clock = FakeClock()
-    s = scheduler(clock)
+    s = HostScheduler(RULE, 1000.0, clock, clock.sleep, mode="byIP")
     s.add_host("slow", "10.0.0.1", ["s1"])
     s.add_host("fast", "10.0.0.1", ["f1", "f2"])
     assert s.acquire() == ("slow", "s1")
@@ -422,9 +432,11 @@ class Sim:
     in_flight: list[Visit] = field(default_factory=list)
     done: list[Visit] = field(default_factory=list)
 
+    mode: str = "both"
+
     def __post_init__(self) -> None:
         self.sched: HostScheduler[str] = HostScheduler(
-            self.rule, self.deadline, lambda: self.t, self.sleep
+            self.rule, self.deadline, lambda: self.t, self.sleep, mode=self.mode
         )
         self.ip_of: dict[str, str] = {}
 
@@ -467,8 +479,10 @@ class Sim:
         return self.done
 
 
-def check_polite(visits: list[Visit], key: str) -> None:
-    """No overlap per ``key`` (host or ip) and every start after the clock in force."""
+def check_polite(visits: list[Visit], key: str, ip_gap: float | None = None) -> None:
+    """No overlap per ``key`` (host or ip) and every start after the clock in force:
+    a host owes each visit's gap; an address owes ``ip_gap`` (mode both: the
+    minimum delay) or, if None, the visit's gap (mode byIP)."""
     by: dict[str, list[Visit]] = defaultdict(list)
     for v in visits:
         by[getattr(v, key)].append(v)
@@ -477,7 +491,8 @@ def check_polite(visits: list[Visit], key: str) -> None:
         for prev, nxt in itertools.pairwise(vs):
             assert nxt.start >= prev.end, f"{key} {name}: overlap {prev} / {nxt}"
         for i, nxt in enumerate(vs):
-            owed = max((p.end + p.gap for p in vs[:i]), default=0.0)
+            gap = (lambda p: p.gap) if key == "host" or ip_gap is None else (lambda p: ip_gap)
+            owed = max((p.end + gap(p) for p in vs[:i]), default=0.0)
             assert nxt.start >= owed - 1e-9, f"{key} {name}: {nxt} started before {owed}"
 
 
@@ -510,7 +525,7 @@ def test_simulated_workers_are_polite_and_visit_everything(layout: str) -> None:
             f"{host}{i}" for i in range(n)
         ]
     check_polite(visits, "host")
-    check_polite(visits, "ip")
+    check_polite(visits, "ip", RULE.min_delay_s)
     assert sim.sched.drain() == []
     # distinct addresses do run in parallel when there are workers for them
     ips = {ip for ip, _, _ in hosts.values()}
@@ -523,15 +538,23 @@ def test_simulated_workers_are_polite_and_visit_everything(layout: str) -> None:
         )
 
 
-def test_simulated_gaps_are_exact_on_a_fake_clock() -> None:
-    sim = Sim(RULE, 2, {"a": 0.2, "b": 0.2})
+@pytest.mark.parametrize(
+    ("mode", "starts"),
+    [
+        # byIP: one visit at a time, each 0.2 s plus the 2.0 s gap it earned
+        # (10 x 0.2) before the next to the address: no idle time beyond that.
+        ("byIP", [0.0, 2.2, 4.4, 6.6]),
+        # both: each host waits its own 2.0 s, the address only the 1.0 s
+        # minimum: a0 0, b0 0.2+1.0, a1 max(0.2+2.0, 1.4+1.0), b1 max(1.4+2.0, 2.6+1.0)
+        ("both", [0.0, 1.2, 2.4, 3.6]),
+    ],
+)
+def test_simulated_gaps_are_exact_on_a_fake_clock(mode: str, starts: list[float]) -> None:
+    sim = Sim(RULE, 2, {"a": 0.2, "b": 0.2}, mode=mode)
     sim.add("a", "ip1", ["a0", "a1"])
     sim.add("b", "ip1", ["b0", "b1"])
     visits = sim.run()
-    # One address, so one visit at a time, each 0.2 s plus the 2.0 s gap it
-    # earned (10 x 0.2): starts at 0, 2.2, 4.4, 6.6 -- no idle time beyond that.
-    starts = sorted(v.start for v in visits)
-    assert starts == pytest.approx([0.0, 2.2, 4.4, 6.6])
+    assert sorted(v.start for v in visits) == pytest.approx(starts)
     assert [v.gap for v in visits] == pytest.approx([2.0] * 4)
 
 
@@ -603,6 +626,7 @@ def test_threads_respect_host_and_ip_gaps() -> None:
             for i, nxt in enumerate(vs):
                 if i:
                     assert nxt.start >= vs[i - 1].end, f"{key} {name} overlaps"
-                owed = max((p.end + p.gap for p in vs[:i]), default=0.0)
-                assert nxt.start >= owed - tolerance, f"{key} {name}: gap too short"
+                # a host owes its gap; its address (mode both) the minimum delay
+                gaps = [p.end + (p.gap if key == "host" else rule.min_delay_s) for p in vs[:i]]
+                assert nxt.start >= max(gaps, default=0.0) - tolerance, f"{key} {name}: too soon"
     assert s.drain() == []

@@ -2,11 +2,14 @@
 
 Real HTTP over loopback: requests go to the host's pinned 127.0.1.x address
 with an explicit Host header, as a crawler using the written hosts file would.
-One small web (20 hosts on 5 IPs) is served for the whole module.
+One small web (20 hosts on 5 IPs) is served for the whole module. Throttled
+hosts are tested through ``respond`` with an explicit clock (no sleeping) and
+once over HTTP with an interval far longer than the test takes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import io
 import json
@@ -14,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,9 @@ import pytest
 
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit, run
 from trawl.testweb.audit import read_log
-from trawl.testweb.records import HostInfo
+from trawl.testweb.generate import EXTRA_DELAYS, LONG_DELAYS
+from trawl.testweb.records import HostInfo, Throttle
+from trawl.testweb.render import respond
 
 SEED = 44  # 20 hosts with every robots variant, a slow host, a Crawl-delay host
 AGENT = "trawl/0.1 (+http://example.invalid/bot)"
@@ -71,8 +77,13 @@ class LinkParser(HTMLParser):
             self.links.append((str(a["href"]), a.get("rel") == "nofollow"))
 
 
+def plain(host: HostInfo) -> bool:
+    """Answers at once and never pushes back: safe to fetch many times quickly."""
+    return not host.slow and host.throttle is None
+
+
 def hosts_by(model: WebModel, robots: str) -> list[HostInfo]:
-    return [h for h in model.hosts if h.robots == robots and not h.slow]
+    return [h for h in model.hosts if h.robots == robots and plain(h)]
 
 
 def page_with(host: HostInfo, status: int) -> str:
@@ -91,15 +102,6 @@ def logged(web: TestWeb, key: str, value: str, count: int) -> list[dict[str, Any
         if len(rows) >= count or time.time() > deadline:
             return rows
         time.sleep(0.005)
-
-
-def write_log(path: Path, rows: list[tuple[str, float, float]]) -> Path:
-    lines = [
-        json.dumps({"host": h, "ip": "127.0.1.1", "path": "/", "start": s, "end": e})
-        for h, s, e in rows
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 # -- model ---------------------------------------------------------------------
@@ -150,6 +152,75 @@ def test_robots_ground_truth_is_per_agent_group(model: WebModel) -> None:
     assert not model.is_disallowed(hosts_by(model, "none")[0].name, "/private/1.html", AGENT)
 
 
+HOSTILE_SEED = 9  # at raised shares: every throttle kind, both Retry-After forms, long delays
+
+
+def hostile_model(throttled: float = 0.15, crawl_delays: float = 0.15) -> WebModel:
+    return WebModel.generate(
+        HOSTILE_SEED,
+        hosts=200,
+        ips=30,
+        pages_per_host=(3, 8),
+        throttled=throttled,
+        crawl_delays=crawl_delays,
+    )
+
+
+def test_extras_leave_the_rest_of_the_web_as_it_was() -> None:
+    bare, few, many = hostile_model(0, 0), hostile_model(0.03, 0.03), hostile_model()
+    assert many == hostile_model() and many != bare
+    for a, f, m in zip(bare.hosts, few.hosts, many.hosts, strict=True):
+        # stripped of its extras, a host is the one drawn without them
+        assert dataclasses.replace(m, throttle=None, crawl_delay=a.crawl_delay) == a
+        if m.crawl_delay != a.crawl_delay:
+            assert m.crawl_delay in EXTRA_DELAYS + LONG_DELAYS
+        # a larger share only adds hosts, each with the extras it had
+        if f.throttle is not None:
+            assert m.throttle == f.throttle
+        if f.crawl_delay != a.crawl_delay:
+            assert m.crawl_delay == f.crawl_delay
+    assert sum(h.throttle is not None for h in few.hosts) < sum(
+        h.throttle is not None for h in many.hosts
+    )
+
+
+@pytest.mark.parametrize(
+    ("seed", "hosts", "ips", "pages"),
+    [(34, 12, 3, (5, 15)), (3, 16, 4, (3, 10)), (5, 4, 2, (2, 4)), (SEED, 20, 5, (5, 20))],
+)
+def test_small_webs_the_suite_pins_get_no_extras(
+    seed: int, hosts: int, ips: int, pages: tuple[int, int]
+) -> None:
+    web = WebModel.generate(seed, hosts=hosts, ips=ips, pages_per_host=pages)
+    bare = WebModel.generate(
+        seed, hosts=hosts, ips=ips, pages_per_host=pages, throttled=0, crawl_delays=0
+    )
+    assert web == bare
+
+
+def test_extras_cover_every_throttle_and_crawl_delays_past_a_cap() -> None:
+    model = hostile_model()
+    throttles = [h.throttle for h in model.hosts if h.throttle is not None]
+    assert {(t.kind, t.status) for t in throttles} == {
+        ("limit", 429),
+        ("limit", 503),
+        ("flaky", 503),
+    }
+    assert {(t.kind, t.http_date) for t in throttles} == {
+        ("limit", True), ("limit", False), ("flaky", True), ("flaky", False)
+    }  # fmt: skip
+    assert all(t.interval_s > 0 for t in throttles if t.kind == "limit")
+    assert all(t.every >= 2 and t.retry_after_s >= 1 for t in throttles if t.kind == "flaky")
+    assert all(h.robots != "error" for h in model.hosts if h.throttle is not None)
+    delayed = [h for h in model.hosts if h.crawl_delay]
+    assert all(h.robots_status == 200 for h in delayed)
+    delays = {h.crawl_delay for h in delayed}
+    assert delays & {3.0, 4.0, 5.0} and delays & set(LONG_DELAYS)
+    host = next(h for h in delayed if h.crawl_delay in LONG_DELAYS)
+    assert host.crawl_delay_for(AGENT) == host.crawl_delay
+    assert host.crawl_delay_for("badbot") is None
+
+
 # -- server --------------------------------------------------------------------
 
 
@@ -164,7 +235,7 @@ def test_robots_variants_are_served_as_modelled(model: WebModel, web: TestWeb) -
             for group in host.groups:
                 assert f"User-agent: {group.agent}" in body.decode()
                 assert all(f"Disallow: {p}\n" in body.decode() for p in group.disallow)
-    delayed = next(h for h in model.hosts if h.crawl_delay and not h.slow)
+    delayed = next(h for h in model.hosts if h.crawl_delay and plain(h))
     assert (
         f"Crawl-delay: {delayed.crawl_delay:g}"
         in fetch(web, delayed.name, "/robots.txt")[2].decode()
@@ -174,7 +245,7 @@ def test_robots_variants_are_served_as_modelled(model: WebModel, web: TestWeb) -
 def test_links_use_every_form_and_resolve_to_model_targets(model: WebModel, web: TestWeb) -> None:
     hrefs: list[str] = []
     bases = 0
-    for host in [h for h in model.hosts if not h.slow][:8]:
+    for host in [h for h in model.hosts if plain(h)][:8]:
         for page in [p for p in host.pages if p.status == 200]:
             url = f"http://{host.name}:{web.port}{page.path}"
             status, headers, body = fetch(web, host.name, page.path)
@@ -195,7 +266,7 @@ def test_links_use_every_form_and_resolve_to_model_targets(model: WebModel, web:
 
 
 def test_error_pages_redirects_and_unknown_hosts(model: WebModel, web: TestWeb) -> None:
-    fast = [h for h in model.hosts if not h.slow]
+    fast = [h for h in model.hosts if plain(h)]
     for status in (404, 410, 500):
         host = next(h for h in fast if status in {p.status for p in h.pages})
         assert fetch(web, host.name, page_with(host, status))[0] == status
@@ -304,44 +375,83 @@ def test_run_serves_until_stopped(tmp_path: Path) -> None:
     assert not runner.is_alive() and f"port {seed.port}" in out.getvalue()
 
 
-# -- politeness audit on crafted logs -----------------------------------------------
+# -- throttled hosts ------------------------------------------------------------------
+
+T0 = 1_000_000.0  # an explicit clock for respond(): no test sleeps
 
 
-def test_politeness_audit_detects_overlap_and_short_gap(tmp_path: Path) -> None:
-    log = write_log(
-        tmp_path / "bad.jsonl",
-        [
-            ("a.test", 0.0, 1.0),
-            ("a.test", 0.5, 1.2),  # overlaps the first request
-            ("a.test", 1.3, 1.4),  # only 0.1 s after the latest end
-            ("b.test", 0.6, 0.8),
-        ],
-    )
-    report = politeness_audit(log, 0.5)
-    assert report.requests == 4 and report.hosts == 2 and report.ips == 1
-    assert report.max_in_flight_per_host == 2 and report.hosts_with_overlap == 1
-    assert report.max_in_flight_per_ip == 3
-    assert report.min_gap_s == pytest.approx(-0.5)
-    assert report.gaps_below_min == 2
-    assert report.as_dict()["gaps_below_min"] == 2
+def throttled(model: WebModel, throttle: Throttle, slow: float = 0.0) -> tuple[WebModel, HostInfo]:
+    """A copy of ``model`` (with fresh limiter state) whose first "open" host is throttled."""
+    plain_host = hosts_by(model, "open")[0]
+    host = dataclasses.replace(plain_host, throttle=throttle, slow=slow)
+    hosts = tuple(host if h.name == host.name else h for h in model.hosts)
+    return WebModel(model.seed, model.agent, hosts), host
 
 
-def test_politeness_audit_is_clean_on_a_polite_log(tmp_path: Path) -> None:
-    log = write_log(
-        tmp_path / "good.jsonl",
-        [("a.test", 0.0, 0.3), ("a.test", 1.298, 1.5), ("b.test", 0.0, 0.1), ("b.test", 1.1, 1.2)],
-    )
-    report = politeness_audit(log, 1.0)
-    assert report.max_in_flight_per_host == 1 and report.hosts_with_overlap == 0
-    assert report.gaps_below_min == 0 and report.min_gap_s == pytest.approx(0.998)
-    assert report.crawl_delay_violations == 0
+def test_rate_limiter_answers_retry_after_seconds_until_the_host_is_free(
+    model: WebModel,
+) -> None:
+    web, host = throttled(model, Throttle("limit", 429, interval_s=2.0), slow=0.25)
+
+    def status_at(now: float, path: str = "/") -> tuple[int, str | None]:
+        resp = respond(web, host.name, path, 80, host.ip, now=now)
+        return resp.status, dict(resp.headers).get("Retry-After")
+
+    assert status_at(T0) == (200, None)  # ends at T0 + 0.25: free again at T0 + 2.25
+    assert status_at(T0 + 0.5, "/robots.txt") == (429, "2")  # 1.75 s left, rounded up
+    assert status_at(T0 + 2.2) == (429, "1")
+    assert status_at(T0 + 2.25) == (200, None)  # pushing back did not move the free time
+    assert status_at(T0 + 4.0) == (429, "1")
+    early = respond(web, host.name, "/", 80, host.ip, now=T0 + 4.1)
+    assert early.delay == 0.0 and b"slow down" in early.body  # no slow delay on a 429
+    assert web.expected_status(host.name, "/") == 200  # ground truth is the polite answer
 
 
-def test_politeness_audit_checks_crawl_delay_with_model(model: WebModel, tmp_path: Path) -> None:
-    host = next(h for h in model.hosts if h.crawl_delay)
-    delay = float(host.crawl_delay or 0)
-    log = write_log(
-        tmp_path / "d.jsonl", [(host.name, 0.0, 0.1), (host.name, 0.1 + delay / 2, 9.0)]
-    )
-    assert politeness_audit(log, 0.1, model=model).crawl_delay_violations == 1
-    assert politeness_audit(log, 0.1).crawl_delay_violations == 0
+def test_rate_limiter_sends_an_http_date_that_never_comes_early(model: WebModel) -> None:
+    web, host = throttled(model, Throttle("limit", 503, interval_s=1.5, http_date=True))
+    start = T0 + 0.2
+    assert respond(web, host.name, "/", 80, host.ip, now=start).status == 200
+    pushed = respond(web, host.name, "/", 80, host.ip, now=start + 0.1)
+    assert pushed.status == 503
+    value = dict(pushed.headers)["Retry-After"]
+    assert value.endswith(" GMT")
+    when = parsedate_to_datetime(value).timestamp()
+    assert when == T0 + 2  # free at T0 + 1.7, rounded up to the whole second
+    assert respond(web, host.name, "/", 80, host.ip, now=when).status == 200
+
+
+def test_flaky_host_fails_every_nth_request_whatever_the_timing(model: WebModel) -> None:
+    web, host = throttled(model, Throttle("flaky", 503, every=3, retry_after_s=2))
+    answers = [respond(web, host.name, "/", 80, host.ip, now=T0 + 100 * i) for i in range(7)]
+    assert [r.status for r in answers] == [200, 200, 503, 200, 200, 503, 200]
+    assert dict(answers[2].headers)["Retry-After"] == "2"
+    dated, host = throttled(model, Throttle("flaky", 503, every=1, retry_after_s=3, http_date=True))
+    value = dict(respond(dated, host.name, "/", 80, host.ip, now=T0 + 0.5).headers)["Retry-After"]
+    assert parsedate_to_datetime(value).timestamp() == T0 + 4
+
+
+def test_rate_limiter_admits_one_of_many_simultaneous_requests(model: WebModel) -> None:
+    web, host = throttled(model, Throttle("limit", 429, interval_s=60.0))
+    barrier = threading.Barrier(16)
+    statuses: list[int] = []
+
+    def hit() -> None:
+        barrier.wait()
+        statuses.append(respond(web, host.name, "/", 80, host.ip, now=T0).status)
+
+    threads = [threading.Thread(target=hit) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [200] + [429] * 15
+
+
+def test_access_log_records_the_retry_after_sent(model: WebModel, tmp_path: Path) -> None:
+    web_model, host = throttled(model, Throttle("limit", 429, interval_s=60.0))
+    with TestWeb(web_model, tmp_path) as web:
+        assert fetch(web, host.name, "/")[0] == 200
+        status, headers, _ = fetch(web, host.name, "/")
+        assert (status, headers["Retry-After"]) == (429, "60")
+        rows = logged(web, "host", host.name, 2)
+    assert [(r["status"], r["retry_after"]) for r in rows] == [(200, None), (429, "60")]

@@ -8,8 +8,9 @@ registered domain's, the stricter of the two), ranked by score; then caps:
   (window / gap + 1), ``generate.max_per_host`` and the policy's page cap;
   one URL for a host whose Crawl-delay exceeds ``robots.max_crawl_delay_s``
   (the fetcher defers the rest rather than go faster than asked);
-- per address (politeness.mode byIP / both): hosts sharing an IP share one
-  clock, so together they get what the address's smallest gap allows;
+- per address: hosts sharing an IP share its clock, so together they get
+  what it allows in the window (politeness.mode both: window / min_delay;
+  byIP: window / the smallest gap of its hosts);
 - per registered domain: ``generate.max_per_domain`` and the domain policy's
   page cap; and a global ``generate.top_n``.
 
@@ -132,13 +133,14 @@ def select_fetchlist(
     host_cap = F.when(crawl_delay > robots_cap, F.lit(1)).otherwise(
         F.least(F.lit(g.max_per_host), window_cap, F.col("host_max_pages"))
     )
-    # Hosts that share an address share one clock (mode byIP / both), so they
-    # share the budget the address's smallest gap allows; byHost: each alone.
+    # Hosts that share an address share its clock, so they share its budget:
+    # "both" lets the address serve one request per min_delay, "byIP" one per
+    # its hosts' smallest gap; "byHost" has no address budget.
     group = F.col("host") if p.mode == "byHost" else F.coalesce(F.col("host_ip"), F.col("host"))
-    group_gap = F.min("gap").over(Window.partitionBy("group"))
-    group_cap = F.least(
-        F.lit(g.max_per_host), (F.lit(g.fetch_window_s) / group_gap).cast("int") + 1
+    address_gap = (
+        F.min("gap").over(Window.partitionBy("group")) if p.mode == "byIP" else F.lit(p.min_delay_s)
     )
+    group_cap = (F.lit(g.fetch_window_s) / address_gap).cast("int") + 1
     domain_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
     order: list[Column | str] = [F.col("score").desc(), "url_fp"]
 

@@ -15,13 +15,25 @@ shape is chosen to exercise a crawler the way the real web does:
   popularity weight, giving a power-law in-degree;
 * robots variants put Disallow rules on directories that the tree links to,
   so a crawler that ignores robots.txt would request them.
+
+The *extras* -- throttled hosts (a rate limiter answering 429 or 503 with
+Retry-After, or a server failing every 4th-6th request with 503) and a
+Crawl-delay of 1-5 s, rarely 10-45 s -- come from a second generator seeded
+with ``EXTRAS_LABEL`` and the seed. It draws the same values for every host
+whatever the shares are and keeps those whose roll is under the share, so
+the main draws (hosts, pages, links, robots rules) are what they were before
+the extras existed, and raising a share only adds hosts to the extras. The
+label's suffix was picked so that the small webs the test suite pins (seed
+34 with 12 hosts, seed 3 with 16 and with 4, seed 5 with 4 and with 6) get
+no extras and keep the properties their tests state.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
-from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup
+from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup, Throttle
 
 DIRS = ("p", "x", "a/b", "docs", "news/2024")
 STAR_RULES = ("/private/", "/cgi-bin/")
@@ -34,6 +46,25 @@ _VOCAB_TEXT = (
     "tamarind umber vellum wharf yarrow zinnia acorn basil cinder drift"
 )
 VOCAB = tuple(_VOCAB_TEXT.split(" "))
+#: Default shares of hosts with a throttle, and with an extra Crawl-delay.
+THROTTLE_SHARE = 0.03
+DELAY_SHARE = 0.03
+#: Crawl-delays of the extras; LONG ones ask more than crawlers usually grant.
+EXTRA_DELAYS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
+LONG_DELAYS = (10.0, 20.0, 45.0)
+LONG_DELAY_SHARE = 0.125
+#: (kind, status) of a throttle and how often each is drawn.
+THROTTLES = (("limit", 429), ("limit", 503), ("flaky", 503))
+THROTTLE_WEIGHTS = (45, 25, 30)
+EXTRAS_LABEL = "trawl.testweb.extras.3"
+
+
+@dataclass(frozen=True)
+class Extras:
+    """Shares of hosts that get a throttle and an extra Crawl-delay."""
+
+    throttled: float = THROTTLE_SHARE
+    crawl_delays: float = DELAY_SHARE
 
 
 def loopback_ip(index: int) -> str:
@@ -130,6 +161,7 @@ class _HostDraft:
         self.links: list[list[Link]] = [[] for _ in range(n)]
         self.redirect: dict[int, str] = {}
         self.popularity = 0.0
+        self.throttle: Throttle | None = None
 
     def add(self, i: int, link: Link) -> None:
         self.links[i].append(link)
@@ -148,6 +180,31 @@ def _intra_links(rng: random.Random, d: _HostDraft) -> None:
             target = d.paths[rng.randrange(n)]
             nofollow = rng.random() < 0.1
             d.add(i, Link(d.name, target, _intra_form(rng, target), nofollow, _fragment(rng)))
+
+
+def _throttle(rng: random.Random) -> Throttle:
+    kind, status = rng.choices(THROTTLES, THROTTLE_WEIGHTS)[0]
+    interval, every = rng.choice((1.0, 1.5, 2.0, 3.0)), rng.randint(4, 6)
+    retry_after, http_date = rng.randint(1, 3), rng.random() < 0.4
+    if kind == "limit":
+        return Throttle(kind, status, interval_s=interval, http_date=http_date)
+    return Throttle(kind, status, every=every, retry_after_s=retry_after, http_date=http_date)
+
+
+def _add_extras(rng: random.Random, d: _HostDraft, extras: Extras) -> None:
+    """Draw one host's extras unconditionally, keep those under their share.
+
+    A throttle on a host whose robots.txt fails would never be seen, and a
+    Crawl-delay needs a robots.txt to be served in.
+    """
+    throttle_roll, delay_roll = rng.random(), rng.random()
+    throttle = _throttle(rng)
+    long_delay = rng.random() < LONG_DELAY_SHARE
+    delay = rng.choice(LONG_DELAYS if long_delay else EXTRA_DELAYS)
+    if throttle_roll < extras.throttled and d.robots != "error":
+        d.throttle = throttle
+    if delay_roll < extras.crawl_delays and d.robots_status == 200:
+        d.crawl_delay = delay
 
 
 def _cross_links(rng: random.Random, drafts: list[_HostDraft]) -> None:
@@ -203,11 +260,17 @@ def _finish(rng: random.Random, d: _HostDraft) -> HostInfo:
         slow=d.slow,
         pages=tuple(pages),
         popularity=d.popularity,
+        throttle=d.throttle,
     )
 
 
 def generate_hosts(
-    seed: int, hosts: int, ips: int, pages_per_host: tuple[int, int], agent: str
+    seed: int,
+    hosts: int,
+    ips: int,
+    pages_per_host: tuple[int, int],
+    agent: str,
+    extras: Extras = Extras(),
 ) -> tuple[HostInfo, ...]:
     """Draw the whole web; see the module docstring for its shape."""
     if hosts < 1 or ips < 1 or not 2 <= pages_per_host[0] <= pages_per_host[1]:
@@ -221,4 +284,7 @@ def generate_hosts(
     for d in drafts:
         _intra_links(rng, d)
     _cross_links(rng, drafts)
+    extra_rng = random.Random(f"{EXTRAS_LABEL}/{seed}")
+    for d in drafts:
+        _add_extras(extra_rng, d, extras)
     return tuple(_finish(rng, d) for d in drafts)

@@ -5,16 +5,22 @@ against: which hosts exist and where they live, what each path returns, what
 robots.txt forbids for a given agent, and which pages a perfect polite
 crawler would reach from the seeds. It is port-agnostic (the port is chosen
 when the server binds), so every method that builds a URL takes the port.
+
+The ground truth is timeless: a throttled host's 429/503 depends on when a
+request arrives, not on its path, so ``expected_status`` gives the answer a
+polite crawler gets. The one piece of live state, the ``RateLimiter`` the
+server consults for throttled hosts, rides along outside equality.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlsplit
 
-from trawl.testweb.generate import generate_hosts
+from trawl.testweb.generate import DELAY_SHARE, THROTTLE_SHARE, Extras, generate_hosts
+from trawl.testweb.limiter import RateLimiter
 from trawl.testweb.records import HostInfo
 
 DEFAULT_AGENT = "trawl"
@@ -28,11 +34,16 @@ def make_url(host: str, path: str, port: int) -> str:
 
 @dataclass(frozen=True)
 class WebModel:
-    """A generated web: ``hosts`` in index order plus the parameters that made it."""
+    """A generated web: ``hosts`` in index order plus the parameters that made it.
+
+    ``limiter`` is the serving state of throttled hosts (not compared: two
+    models from one seed are equal however much traffic they have seen).
+    """
 
     seed: int
     agent: str
     hosts: tuple[HostInfo, ...]
+    limiter: RateLimiter = field(default_factory=RateLimiter, compare=False, repr=False)
 
     @cached_property
     def _index(self) -> dict[str, HostInfo]:
@@ -46,9 +57,19 @@ class WebModel:
         ips: int = 60,
         pages_per_host: tuple[int, int] = (5, 40),
         agent: str = DEFAULT_AGENT,
+        *,
+        throttled: float = THROTTLE_SHARE,
+        crawl_delays: float = DELAY_SHARE,
     ) -> WebModel:
-        """Build the web for ``seed``; identical arguments give an identical model."""
-        return cls(seed, agent, generate_hosts(seed, hosts, ips, pages_per_host, agent))
+        """Build the web for ``seed``; identical arguments give an identical model.
+
+        ``throttled`` is the share of hosts with a ``Throttle`` and
+        ``crawl_delays`` the share given a Crawl-delay of 1-5 s (rarely much
+        more); both are drawn apart from the rest of the web, so changing
+        them leaves hosts, pages and links as they were.
+        """
+        extras = Extras(throttled, crawl_delays)
+        return cls(seed, agent, generate_hosts(seed, hosts, ips, pages_per_host, agent, extras))
 
     # -- lookups -----------------------------------------------------------
 
@@ -93,7 +114,11 @@ class WebModel:
         return info is not None and info.is_disallowed(path, agent or self.agent)
 
     def expected_status(self, host: str, path: str) -> int:
-        """The status the server answers for ``path`` on ``host`` (404 if unknown)."""
+        """The status the server answers for ``path`` on ``host`` (404 if unknown).
+
+        This is the answer when the host is not pushing back: a throttled
+        host may answer 429/503 instead, depending on timing (``Throttle``).
+        """
         info = self.host(host)
         if info is None:
             return 404

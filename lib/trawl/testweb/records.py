@@ -4,7 +4,9 @@ They are frozen dataclasses so a generated ``WebModel`` compares by value (two
 models from one seed are equal) and nothing can change the ground truth while
 the server is running. URLs are not stored: the port is only known once the
 server is bound, so links keep a target (host, path) and an href *form*, and
-the renderer builds the href text at serve time.
+the renderer builds the href text at serve time. A ``Throttle`` describes how a
+host pushes back on a fast crawler; its live state (when the host is free
+again) is the server's, kept in ``trawl.testweb.limiter``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ LINK_FORMS = ("absolute", "scheme-relative", "root", "relative")
 #: robots.txt variants: 404, 5xx (fetch nothing else), allow-all, rules for
 #: ``*`` only, rules for ``*`` plus a different group for the crawler's agent.
 ROBOTS_VARIANTS = ("none", "error", "open", "star", "agent")
+#: throttle kinds: a rate limiter, or a server that fails a fixed share of requests.
+THROTTLE_KINDS = ("limit", "flaky")
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,36 @@ class Page:
 
 
 @dataclass(frozen=True)
+class Throttle:
+    """How a host answers a crawler with 429/503 + ``Retry-After``.
+
+    ``kind`` "limit" is a rate limiter: a request arriving less than
+    ``interval_s`` after the previous served response ended is answered
+    ``status`` (429 or 503), with a Retry-After that points at the moment the
+    host is free again (RFC 6585 4, RFC 9110 10.2.3), so a crawler that
+    honours it is served next time. ``kind`` "flaky" answers ``status`` on
+    every ``every``-th request whatever its timing, with Retry-After
+    ``retry_after_s``. ``http_date`` sends Retry-After as an HTTP-date
+    instead of delay-seconds.
+    """
+
+    kind: str
+    status: int
+    interval_s: float = 0.0
+    every: int = 0
+    retry_after_s: int = 0
+    http_date: bool = False
+
+
+@dataclass(frozen=True)
 class HostInfo:
     """A virtual host: its pinned IP, robots behaviour, speed and pages.
 
     ``robots`` is one of ``ROBOTS_VARIANTS`` and ``robots_status`` the status
     of ``/robots.txt``; ``groups`` are the rules served when that is 200.
     ``slow`` is the delay in seconds before every response (0.0 for most
-    hosts); ``popularity`` the weight other hosts used to pick it as a target.
+    hosts); ``popularity`` the weight other hosts used to pick it as a target;
+    ``throttle`` how it pushes back on a fast crawler (None for most hosts).
     """
 
     name: str
@@ -89,6 +116,7 @@ class HostInfo:
     slow: float
     pages: tuple[Page, ...]
     popularity: float
+    throttle: Throttle | None = None
 
     @cached_property
     def _by_path(self) -> dict[str, Page]:
@@ -103,6 +131,13 @@ class HostInfo:
         token = agent_token(agent)
         by_agent = {group.agent.lower(): group for group in self.groups}
         return by_agent.get(token) or by_agent.get("*")
+
+    def crawl_delay_for(self, agent: str) -> float | None:
+        """The Crawl-delay robots.txt serves to ``agent`` (every group but badbot's has it)."""
+        if self.robots_status != 200 or self.crawl_delay is None:
+            return None
+        group = self.group_for(agent)
+        return None if group is None or group.agent == "badbot" else self.crawl_delay
 
     def is_disallowed(self, path: str, agent: str) -> bool:
         """Whether a crawler identifying as ``agent`` must not fetch ``path``."""

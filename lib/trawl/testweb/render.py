@@ -1,16 +1,23 @@
 """Turn a model path into an HTTP response: robots.txt, HTML pages, errors.
 
 Rendering is kept apart from the socket code so it can be reasoned about (and
-tested) as a pure function of (model, host, path, port). hrefs are spelled
+tested) as a function of (model, host, path, port). hrefs are spelled
 here from each link's form: absolute, scheme-relative ("//host:port/p"),
 root-relative ("/p/3.html") or relative to the page's directory or to its
 ``<base href>`` ("../x/4.html", "5.html").
+
+The one input that is not the path is time: a host with a ``Throttle`` asks
+the model's ``RateLimiter`` first and may answer 429/503 with Retry-After
+(RFC 6585 4, RFC 9110 15.6.4) instead of the page, for robots.txt too, as a
+rate limiter in front of a real site would. That answer comes at once,
+without the host's ``slow`` delay.
 """
 
 from __future__ import annotations
 
 import html
 import posixpath
+import time
 from dataclasses import dataclass
 
 from trawl.testweb.model import WebModel, make_url
@@ -80,17 +87,33 @@ def _error(status: int, message: str, delay: float = 0.0) -> Response:
     return Response(status, (("Content-Type", HTML_TYPE),), body.encode(), delay)
 
 
-def respond(model: WebModel, host_name: str, path: str, port: int, local_ip: str) -> Response:
-    """The response for ``path`` on ``host_name`` arriving on ``local_ip``.
+def respond(
+    model: WebModel,
+    host_name: str,
+    path: str,
+    port: int,
+    local_ip: str,
+    now: float | None = None,
+) -> Response:
+    """The response for ``path`` on ``host_name`` arriving on ``local_ip`` at ``now``.
 
     Unknown hosts get 404; a known host reached on an IP other than its pinned
-    one gets 421 Misdirected Request (a DNS/hosts-file bug in the client).
+    one gets 421 Misdirected Request (a DNS/hosts-file bug in the client). A
+    throttled host pushing back gets its throttle's status and Retry-After.
+    ``now`` defaults to ``time.time()``.
     """
     host = model.host(host_name)
     if host is None:
         return _error(404, f"unknown host {html.escape(host_name)}")
     if host.ip != local_ip:
         return _error(421, f"{host.name} is not served on {local_ip}")
+    if host.throttle is not None:
+        retry_after = model.limiter.push_back(host, time.time() if now is None else now)
+        if retry_after is not None:
+            slow_down = _error(host.throttle.status, "too many requests: slow down")
+            return Response(
+                slow_down.status, (*slow_down.headers, ("Retry-After", retry_after)), slow_down.body
+            )
     if path == "/robots.txt":
         if host.robots_status != 200:
             return _error(host.robots_status, "robots.txt unavailable", host.slow)

@@ -11,6 +11,10 @@ Every request is appended to ``access.jsonl`` with wall-clock ``start``
 (request parsed) and ``end`` (response fully written) times, which is what
 the politeness audit measures. ``stop()`` closes listeners, forces open
 keep-alive connections shut and joins every thread it started.
+
+With ``hostile=True`` the hosts of ``trawl.testweb.hostile`` are served too,
+each on its own 127.0.9.x listener; their requests are handed to that module,
+which writes raw bytes, and are logged with ``"hostile": true``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
+from trawl.testweb import hostile
 from trawl.testweb.model import WebModel, make_url
 from trawl.testweb.render import respond
 
@@ -110,6 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host = host.strip().lower().rsplit(":", 1)[0] if host else ""
         local_ip = self.connection.getsockname()[0]
+        if web.hostile and hostile.is_hostile(host):
+            self._serve_hostile(host, path, local_ip, start)
+            return
         resp = respond(web.model, host, path, web.port, local_ip)
         if resp.delay:
             time.sleep(resp.delay)
@@ -136,6 +144,28 @@ class _Handler(BaseHTTPRequestHandler):
                 "bytes": len(resp.body) if send_body else 0,
                 "user_agent": self.headers.get("User-Agent", ""),
                 "client_port": self.client_address[1],
+                "retry_after": dict(resp.headers).get("Retry-After"),
+            }
+        )
+
+    def _serve_hostile(self, host: str, path: str, local_ip: str, start: float) -> None:
+        """A host of ``trawl.testweb.hostile``: it writes to the raw connection."""
+        web = self.server.web
+        status, sent = hostile.serve_hostile(self, host, path, web._stop_event)
+        web._log(
+            {
+                "host": host,
+                "ip": local_ip,
+                "path": path,
+                "method": self.command,
+                "start": start,
+                "end": time.time(),
+                "status": status,  # 0: no status line was sent
+                "bytes": sent,
+                "user_agent": self.headers.get("User-Agent", ""),
+                "client_port": self.client_address[1],
+                "retry_after": None,
+                "hostile": True,
             }
         )
 
@@ -145,12 +175,23 @@ class TestWeb:
 
     ``start()`` binds, writes ``hosts``, ``seeds.txt`` and opens
     ``access.jsonl`` (appending) in ``out_dir``; ``stop()`` undoes it all.
+    ``hostile=True`` also serves the catalogue of ``trawl.testweb.hostile``
+    (its names in ``hosts``, never in ``seeds.txt``).
     """
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, model: WebModel, out_dir: Path, port: int = 0, n_seeds: int = 3) -> None:
+    def __init__(
+        self,
+        model: WebModel,
+        out_dir: Path,
+        port: int = 0,
+        n_seeds: int = 3,
+        *,
+        hostile: bool = False,
+    ) -> None:
         self.model = model
+        self.hostile = hostile
         self.out_dir = Path(out_dir)
         self.n_seeds = n_seeds
         self.stopping = False
@@ -192,7 +233,10 @@ class TestWeb:
             raise RuntimeError("TestWeb already started")
         self._bind_all()
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.hosts_file.write_text(self.model.hosts_file_text(), encoding="utf-8")
+        hosts_text = self.model.hosts_file_text()
+        if self.hostile:
+            hosts_text += hostile.hosts_file_text()
+        self.hosts_file.write_text(hosts_text, encoding="utf-8")
         seeds = self.model.seed_urls(self.n_seeds, self._port)
         self.seeds_file.write_text("".join(f"{u}\n" for u in seeds), encoding="utf-8")
         self._log_file = _AccessLog(self.access_log)
@@ -234,6 +278,10 @@ class TestWeb:
 
     def _bind_all(self) -> None:
         ips = self.model.ips
+        if self.hostile:
+            if set(ips) & set(hostile.listen_addresses()):
+                raise ValueError("the model's addresses reach into the hostile hosts' 127.0.9.x")
+            ips = ips + hostile.listen_addresses()
         attempts = 1 if self._want_port else BIND_ATTEMPTS
         for _ in range(attempts):
             servers: list[_Server] = []
