@@ -6,10 +6,12 @@ needs no coordination. Rules:
 
 - one request in flight per host, and per IP address: hosts that resolve to
   the same address share one clock (Nutch counts per host only);
-- after a response, the host waits ``gap = max(min_delay, Crawl-delay
-  (capped), delay_factor x response time)``, at most ``max_delay`` (Mercator,
-  Najork & Heydon: ten times the last response time, so a slow server is
-  visited less often);
+- after a response, the host waits ``gap = max(min_delay, Crawl-delay,
+  delay_factor x response time)``, at most ``max_delay`` unless the
+  Crawl-delay asks for more (Mercator, Najork & Heydon: ten times the last
+  response time, so a slow server is visited less often). A Crawl-delay is
+  never shortened; one above ``max_crawl_delay_s`` makes the host
+  ``over_cap``: the fetch task gives it one request and defers the rest;
 - after a transient failure (429, 5xx, timeout) the gap doubles, or follows
   ``Retry-After`` (RFC 9110 10.2.3 / RFC 6585 4) when the server gives one,
   up to ``max_backoff_s``; each success after that halves the extra wait, so
@@ -58,9 +60,11 @@ class GapRule:
     max_backoff_s: float = 3600.0  # a struggling host is visited at most hourly
 
     def after_success(self, response_s: float, crawl_delay_s: float | None) -> float:
-        crawl_delay = min(crawl_delay_s or 0.0, self.max_crawl_delay_s)
+        # The Crawl-delay is never shortened: a host asking for more than
+        # max_crawl_delay_s gets one request per segment instead (over_cap).
+        crawl_delay = crawl_delay_s or 0.0
         gap = max(self.min_delay_s, crawl_delay, self.delay_factor * max(response_s, 0.0))
-        # The robots Crawl-delay (capped) is a floor the max_delay cap never lowers.
+        # The robots Crawl-delay is a floor the max_delay cap never lowers.
         return max(min(gap, self.max_delay_s), crawl_delay, self.min_delay_s)
 
     def after_failure(
@@ -70,8 +74,8 @@ class GapRule:
             gap = min(max(retry_after_s, self.min_delay_s), self.max_backoff_s)
         else:
             gap = min(max(previous_gap_s, self.min_delay_s) * 2.0, self.max_backoff_s)
-        # A short Retry-After never undercuts the host's Crawl-delay (capped).
-        return max(gap, min(crawl_delay_s or 0.0, self.max_crawl_delay_s))
+        # A short Retry-After never undercuts the host's Crawl-delay.
+        return max(gap, crawl_delay_s or 0.0)
 
     def over_cap(self, crawl_delay_s: float | None) -> bool:
         """A Crawl-delay longer than the cap: the host gets one request per

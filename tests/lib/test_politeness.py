@@ -38,11 +38,11 @@ LOW_CAP = GapRule(min_delay_s=1.0, delay_factor=10.0, max_delay_s=10.0, max_craw
         (RULE, 0.01, 0.5, 1.0),  # Crawl-delay below min: min wins
         (RULE, 0.01, 5.0, 5.0),  # Crawl-delay above min
         (RULE, 1.0, 5.0, 10.0),  # response rule above Crawl-delay
-        (RULE, 0.01, 100.0, 30.0),  # Crawl-delay capped at max_crawl_delay_s
+        (RULE, 0.01, 100.0, 100.0),  # never shortened (over the cap: one request a segment)
         (LOW_CAP, 5.0, None, 10.0),  # max_delay caps the response rule ...
         (LOW_CAP, 0.01, 20.0, 20.0),  # ... but never lowers the Crawl-delay
         (LOW_CAP, 5.0, 20.0, 20.0),
-        (LOW_CAP, 5.0, 40.0, 30.0),  # which is itself capped at max_crawl_delay_s
+        (LOW_CAP, 5.0, 40.0, 40.0),  # whatever max_crawl_delay_s says
         (GapRule(2.0, 10.0, 1.0, 30.0), 5.0, None, 2.0),  # min above max: min wins
     ],
 )
@@ -75,7 +75,7 @@ def test_after_failure(previous: float, retry_after: float | None, expected: flo
 
 @pytest.mark.parametrize(
     ("retry_after", "crawl_delay", "expected"),
-    [(1.0, 2.0, 2.0), (5.0, 2.0, 5.0), (None, 3.0, 3.0), (1.0, 500.0, 30.0)],
+    [(1.0, 2.0, 2.0), (5.0, 2.0, 5.0), (None, 3.0, 3.0), (1.0, 500.0, 500.0)],
 )
 def test_after_failure_never_undercuts_the_crawl_delay(
     retry_after: float | None, crawl_delay: float, expected: float
@@ -337,11 +337,11 @@ def test_set_crawl_delay_applies_from_the_next_release() -> None:
     assert s.release("a", 0.01) == pytest.approx(5.0)
     assert s.acquire() == ("a", "page1")
     assert clock.t == pytest.approx(5.0)
-    s.set_crawl_delay("a", 500.0)  # capped at max_crawl_delay_s
-    assert s.release("a", 0.01) == pytest.approx(30.0)
+    s.set_crawl_delay("a", 500.0)  # never shortened (the fetch task defers such a host)
+    assert s.release("a", 0.01) == pytest.approx(500.0)
     s.set_crawl_delay("a", None)
     assert s.acquire() == ("a", "page2")
-    assert clock.t == pytest.approx(35.0)
+    assert clock.t == pytest.approx(505.0)
     assert s.release("a", 0.01) == pytest.approx(1.0)
 
 
