@@ -64,8 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trawl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    p = _job(sub, "inject", "add seed URLs to the crawldb")
-    p.add_argument("seeds", nargs="+", help="seed files: URL [score] [reason] per line")
+    p = _job(sub, "inject", "add seed URLs (and sitemaps) to the crawldb")
+    p.add_argument("seeds", nargs="*", help="seed files: URL [score] [reason] per line")
+    p.add_argument(
+        "--sitemaps",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="files of sitemap URLs (same format)",
+    )
     _job(sub, "generate", "select the next segment's fetch list")
     p = _job(sub, "fetch", "fetch a generated segment (default: the newest)")
     p.add_argument("--time-limit", type=float, help="seconds (default fetch.time_limit_s)")
@@ -73,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _job(sub, "cycle", "generate -> fetch -> updatedb, N times, one session")
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--seeds", nargs="*", default=[], help="inject these seed files first")
+    p.add_argument("--sitemaps", nargs="*", default=[], help="and these files of sitemap URLs")
     p.add_argument(
         "--step", type=float, default=3600.0, help="logical seconds between cycles (default 3600)"
     )
@@ -193,8 +201,8 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         from trawl.runner import run_cycles
 
         ctx = StageContext(spark, cfg, root, args.segment or segment_id(at), at)
-        if args.seeds:
-            emit([run_inject(ctx, args.seeds)], args.json, "inject")
+        if args.seeds or args.sitemaps:
+            emit([run_inject(ctx, args.seeds, args.sitemaps)], args.json, "inject")
         rows = run_cycles(ctx, args.cycles, timedelta(seconds=args.step), args.time_limit)
         emit(rows, args.json, "cycles")
         return 0
@@ -208,7 +216,9 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         segment = known[-1]  # the newest, as Nutch's -dir with one segment
     ctx = StageContext(spark, cfg, root, segment or segment_id(at), at)
     if args.command == "inject":
-        result = run_inject(ctx, args.seeds)
+        if not args.seeds and not args.sitemaps:
+            raise ValueError("inject: give seed files, --sitemaps files or both")
+        result = run_inject(ctx, args.seeds, args.sitemaps)
     elif args.command == "generate":
         result = run_generate(ctx)
     elif args.command == "fetch":

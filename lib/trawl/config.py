@@ -124,9 +124,20 @@ class NormalizeConfig:
 
 @dataclass(frozen=True)
 class ScheduleConfig:
+    policy: str = "lagrangian"
+    min_interval_s: float = 86_400.0
+    max_interval_s: float = 7_776_000.0
+    prior_change_interval_s: float = 604_800.0
+    prior_visits: float = 1.0
+    change_memory_s: float = 15_552_000.0
+    due_change_prob: float = 0.0
     fetch_interval_s: float = 2_592_000.0
+    adaptive_inc_rate: float = 0.4
+    adaptive_dec_rate: float = 0.2
+    adaptive_sync_delta: bool = True
     retry_interval_s: float = 86_400.0
     gone_interval_s: float = 7_776_000.0
+    gone_after: int = 2
     max_retries: int = 3
 
 
@@ -212,6 +223,9 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
 
 
 POLITENESS_MODES = ("byHost", "byIP", "both")
+# lagrangian / change_prob: trawl's change-rate model (trawl.changerate);
+# adaptive: Nutch's AdaptiveFetchSchedule; uniform: one interval for all.
+SCHEDULE_POLICIES = ("lagrangian", "change_prob", "adaptive", "uniform")
 MAX_POLICY_REFRESH_S = 60.0  # a policy block must reach running fetches within a minute
 
 
@@ -234,7 +248,21 @@ def _validate(cfg: Config) -> None:
             f"fetch.policy_refresh_s must be in (0, {MAX_POLICY_REFRESH_S:g}], "
             f"got {cfg.fetch.policy_refresh_s:g}"
         )
-    for key in ("fetch.follow_redirects", "politeness.max_failures"):
+    if cfg.schedule.policy not in SCHEDULE_POLICIES:
+        raise ConfigError(
+            f"schedule.policy must be one of {', '.join(SCHEDULE_POLICIES)}, "
+            f"got {cfg.schedule.policy!r}"
+        )
+    sched = cfg.schedule
+    if not 0 < sched.min_interval_s <= sched.max_interval_s:
+        raise ConfigError("schedule: need 0 < min_interval_s <= max_interval_s")
+    if sched.prior_change_interval_s <= 0 or sched.change_memory_s <= 0:
+        raise ConfigError("schedule: prior_change_interval_s and change_memory_s must be > 0")
+    if not 0 <= sched.due_change_prob < 1:
+        raise ConfigError("schedule.due_change_prob must be in [0, 1)")
+    if sched.gone_after < 1:
+        raise ConfigError("schedule.gone_after must be at least 1")
+    for key in ("fetch.follow_redirects", "politeness.max_failures", "schedule.max_retries"):
         section, name = key.split(".")
         if getattr(getattr(cfg, section), name) < 0:
             raise ConfigError(f"{key} must not be negative")

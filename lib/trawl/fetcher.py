@@ -27,6 +27,7 @@ from trawl.httpclient import FetchError, HttpClient, HttpResponse, user_agent_st
 from trawl.parse import ParsedPage, parse_page
 from trawl.resolver import AddressRefused, Resolver
 from trawl.robots import RobotsRules, rules_for_fetch
+from trawl.sitemaps import parse_sitemap
 from trawl.status import FetchOutcome, outcome_for_http
 from trawl.warc import WarcWriter
 
@@ -38,6 +39,10 @@ def origin_of(url: str) -> str:
     """``scheme://authority`` of a URL: robots.txt's scope (RFC 9309 2.3)."""
     scheme, _, rest = url.partition("://")
     return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0]}"
+
+
+def _is_gzip(data: bytes) -> bool:
+    return data[:2] == b"\x1f\x8b"
 
 
 def robots_url_for(url: str) -> str:
@@ -147,6 +152,7 @@ class Fetcher:
             if status == 200
             else None,
             crawl_delay_s=rules.crawl_delay(),
+            outlinks=self._sitemap_links(rules.sitemaps()),
             error=error,
             elapsed_s=resp.elapsed_s if resp else None,
         )
@@ -173,14 +179,21 @@ class Fetcher:
         row.update(self._response_fields(resp, outcome))
         row.update(self._archive(url, resp, started))
         if outcome is FetchOutcome.SUCCESS:
-            page = parse_page(
-                resp.body,
-                resp.header("content-type"),
-                resp.headers,
-                self.agent,
-                max_links=self.cfg.fetch.max_outlinks_per_page,
-            )
-            row.update(self._page_fields(url, page))
+            before = item.get("content_sha256")
+            row["changed"] = None if not before else row["content_sha256"] != before
+            if item.get("is_sitemap"):
+                row.update(self._sitemap_fields(url, resp))
+            else:
+                page = parse_page(
+                    resp.body,
+                    resp.header("content-type"),
+                    resp.headers,
+                    self.agent,
+                    max_links=self.cfg.fetch.max_outlinks_per_page,
+                )
+                row.update(self._page_fields(url, page))
+        elif outcome is FetchOutcome.NOTMODIFIED:
+            row["changed"] = False  # RFC 9110 15.4.5: the stored copy is current
         elif outcome in (FetchOutcome.REDIR_PERM, FetchOutcome.REDIR_TEMP):
             row["redirect_to"] = self._absolute(url, resp.header("location"))
         retry_after = None
@@ -190,9 +203,12 @@ class Fetcher:
         return Visit(row, resp.elapsed_s, failed=failed, retry_after_s=retry_after)
 
     def _conditional_headers(self, item: Mapping[str, Any]) -> dict[str, str]:
-        # RFC 9110 13.1.3: a recipient prefers If-None-Match; send both, the
-        # server applies the precedence.
-        headers = {}
+        """Validators of the stored copy (none without one: a 304 must have a
+        copy to refer to). RFC 9110 13.2.2: the server evaluates If-None-Match
+        first and ignores If-Modified-Since when it is present; both are sent."""
+        headers: dict[str, str] = {}
+        if not item.get("content_sha256"):
+            return headers
         if item.get("etag"):
             headers["If-None-Match"] = str(item["etag"])
         if item.get("last_modified"):
@@ -240,6 +256,46 @@ class Fetcher:
             "title": page.title[:500] if page.title else None,
         }
 
+    def _sitemap_links(self, urls: list[str]) -> list[Row]:
+        """robots.txt ``Sitemap:`` lines as links to sitemaps (RFC 9309 2.2.4)."""
+        links = []
+        for raw in urls:
+            url = self._absolute(raw, raw)
+            if url:
+                links.append(
+                    {
+                        "url": url,
+                        "anchor": None,
+                        "nofollow": False,
+                        "sitemap": True,
+                        "lastmod": None,
+                    }
+                )
+        return links
+
+    def _sitemap_fields(self, url: str, resp: HttpResponse) -> Row:
+        """A sitemap's entries as outlinks (with their <lastmod>); an index's
+        entries are sitemaps themselves. Parse problems go to ``error``."""
+        # The host's sitemaps may list any URL of the host (as robots.txt-listed
+        # ones may, sitemaps.org "cross submits"); other hosts' are rejected.
+        body = resp.raw_body if _is_gzip(resp.raw_body) else resp.body
+        sitemap = parse_sitemap(body, url, scope_url=robots_url_for(url))
+        nested = sitemap.kind == "index"
+        outlinks = [
+            {"url": e.url, "anchor": None, "nofollow": False, "sitemap": nested,
+             "lastmod": e.lastmod}
+            for e in sitemap.entries
+        ]  # fmt: skip
+        problems = list(sitemap.errors)
+        if sitemap.truncated:
+            problems.append(f"truncated at {sitemap.truncated}")
+        problems += [f"{n} {why}" for why, n in sorted(sitemap.rejected.items())]
+        return {
+            "outlinks": outlinks,
+            "title": f"sitemap ({sitemap.kind}, {len(outlinks)} entries)",
+            "error": ("sitemap: " + "; ".join(problems))[:1000] if problems else None,
+        }
+
     def _absolute(self, base: str, href: str | None) -> str | None:
         """Resolve (RFC 3986 5.2) and normalise; None for unusable references."""
         if not href:
@@ -277,5 +333,7 @@ class Fetcher:
             "task": item.get("task"),
             "ip": ip,
             "depth": item.get("depth"),
+            "score": item.get("score") if kind == "page" else None,
+            "is_sitemap": bool(item.get("is_sitemap")) if kind == "page" else None,
             "fetched_at": started,
         }

@@ -294,6 +294,8 @@ class FetchTask:
             etag=None,
             last_modified=None,
             content_sha256=None,
+            score=item.get("score"),  # the target takes over
+            is_sitemap=item.get("is_sitemap"),
             redirect_hops=hops + 1,
             redirect_from=item["url"],
         )

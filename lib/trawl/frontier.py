@@ -74,13 +74,16 @@ def admit(
     at: datetime,
     segment: str | None,
     reason: str | None = None,
+    is_sitemap: bool = False,
+    sitemap_lastmod: datetime | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(crawldb row, None) for an admitted URL, (None, reject reason) otherwise."""
+    """(crawldb row, None) for an admitted URL, (None, reject reason) otherwise.
+    ``is_sitemap``: the URL is a sitemap to read, not a page."""
     try:
         url = urlnorm.normalize(raw_url, cfg.normalize.strip_params)
     except urlnorm.UrlError as exc:
         return None, f"normalize/{exc.reason}"
-    rejected = flt.reject_reason(url)
+    rejected = flt.reject_reason(url, sitemap=is_sitemap)
     if rejected:
         return None, f"filter/{rejected}"
     host = urlnorm.host_of(url)
@@ -102,4 +105,6 @@ def admit(
         "fetches": 0,
         "changes": 0,
         "retries": 0,
+        "is_sitemap": is_sitemap,
+        "sitemap_lastmod": sitemap_lastmod,
     }, None

@@ -41,12 +41,14 @@ def say(msg: str) -> None:
     print(f"[trawl] {msg}", file=sys.stderr, flush=True)
 
 
-def run_inject(ctx: StageContext, seeds: Sequence[str]) -> dict[str, Any]:
-    missing = [s for s in seeds if "://" not in s and not Path(s).exists()]
+def run_inject(
+    ctx: StageContext, seeds: Sequence[str], sitemaps: Sequence[str] = ()
+) -> dict[str, Any]:
+    missing = [s for s in [*seeds, *sitemaps] if "://" not in s and not Path(s).exists()]
     if missing:
         raise FileNotFoundError(f"seed file not found: {', '.join(missing)}")
     ensure_all(ctx.spark, ctx.root)
-    report = inject(ctx, seeds)
+    report = inject(ctx, seeds, sitemaps)
     write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
     return {
         "lines": report.lines,

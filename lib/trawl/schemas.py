@@ -55,6 +55,21 @@ CRAWLDB_SCHEMA = _schema(
     ("generated_segment", StringType()),
     ("generated_at", TimestampType()),
     ("last_segment", StringType()),
+    ("is_sitemap", BooleanType()),  # the URL is a sitemap (or sitemap index), not a page
+    # The change record (trawl.changerate): visits that compared content, at
+    # logical time content_seen_at; sums faded with age; the estimated rate.
+    ("content_seen_at", TimestampType()),
+    ("modified_at", TimestampType()),  # last visit that saw a change (Nutch's modifiedTime)
+    ("changed", BooleanType()),  # did the last content visit see a change?
+    ("change_visits", DoubleType()),
+    ("change_changed", DoubleType()),
+    ("change_unchanged_s", DoubleType()),
+    ("change_inv_interval", DoubleType()),
+    ("change_inv_changed", DoubleType()),
+    ("change_rate", DoubleType()),  # estimated changes per second
+    ("sitemap_lastmod", TimestampType()),  # the newest <lastmod> a sitemap gave
+    ("gone_count", IntegerType()),  # 404/410 answers in a row
+    ("removed_at", TimestampType()),  # when a URL that had content went gone
 )
 
 HOSTDB_SCHEMA = _schema(
@@ -92,6 +107,7 @@ FETCHLIST_SCHEMA = _schema(
     ("score", DoubleType()),
     ("depth", IntegerType()),
     ("prev_status", StringType()),
+    ("is_sitemap", BooleanType()),
     ("etag", StringType()),
     ("last_modified", StringType()),
     ("content_sha256", StringType()),
@@ -111,11 +127,13 @@ OUTLINK_TYPE = StructType(
         StructField("url", StringType(), True),
         StructField("anchor", StringType(), True),
         StructField("nofollow", BooleanType(), True),
+        StructField("sitemap", BooleanType(), True),  # the link is a sitemap (index child, robots)
+        StructField("lastmod", TimestampType(), True),  # a sitemap entry's <lastmod>
     ]
 )
 
 FETCH_SCHEMA = _schema(
-    ("kind", StringType()),  # page | robots
+    ("kind", StringType()),  # page (any crawldb URL, sitemaps too) | robots
     ("url", StringType()),
     ("url_fp", LongType()),
     ("host", StringType()),
@@ -123,6 +141,8 @@ FETCH_SCHEMA = _schema(
     ("task", IntegerType()),
     ("ip", StringType()),
     ("depth", IntegerType()),
+    ("score", DoubleType()),  # the URL's score when generated (a redirect target inherits it)
+    ("is_sitemap", BooleanType()),  # the URL was read as a sitemap
     ("outcome", StringType()),  # trawl.status.FetchOutcome
     ("http_status", IntegerType()),
     ("fetched_at", TimestampType()),
@@ -136,6 +156,7 @@ FETCH_SCHEMA = _schema(
     ("warc_offset", LongType()),
     ("warc_length", LongType()),
     ("content_sha256", StringType()),
+    ("changed", BooleanType()),  # content differs from the previous visit's (None: no previous)
     ("etag", StringType()),
     ("last_modified", StringType()),
     ("redirect_to", StringType()),

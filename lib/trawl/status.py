@@ -50,21 +50,25 @@ class Transition:
 
     status: CrawlStatus | None  # new status; None keeps the old one
     count_retry: bool = False  # bump ``retries`` (reset on any other outcome)
-    reschedule: str = "interval"  # "interval", "retry", "gone", "now"
+    reschedule: str = "interval"  # "interval", "retry", "gone", "now", "redirect"
+    confirm: bool = False  # a URL with content needs ``gone_after`` of these in a row
 
 
 _KEEP = None
 
 # (fetch outcome) -> transition. The previous db status matters only for the
 # outcomes that keep it (RETRY keeps a fetched page fetched: a server error is
-# no reason to forget good content, RFC 9110 15.6 errors are transient), so the
-# table is keyed by outcome and the "keep" entries carry the old status through.
+# no reason to forget good content, RFC 9110 15.6 errors are transient) and
+# for GONE, which a URL with content must answer ``gone_after`` times in a
+# row before it is removed (a deploy gone wrong is not a deleted page); a
+# URL never fetched is gone at the first 404. Newly disallowed by robots.txt
+# is removed at once (the site owner asked).
 TRANSITIONS: dict[FetchOutcome, Transition] = {
     FetchOutcome.SUCCESS: Transition(CrawlStatus.FETCHED),
     FetchOutcome.NOTMODIFIED: Transition(CrawlStatus.NOTMODIFIED),
-    FetchOutcome.REDIR_PERM: Transition(CrawlStatus.REDIR_PERM),
+    FetchOutcome.REDIR_PERM: Transition(CrawlStatus.REDIR_PERM, reschedule="redirect"),
     FetchOutcome.REDIR_TEMP: Transition(CrawlStatus.REDIR_TEMP),
-    FetchOutcome.GONE: Transition(CrawlStatus.GONE, reschedule="gone"),
+    FetchOutcome.GONE: Transition(CrawlStatus.GONE, reschedule="gone", confirm=True),
     FetchOutcome.RETRY: Transition(_KEEP, count_retry=True, reschedule="retry"),
     FetchOutcome.ROBOTS_DENIED: Transition(CrawlStatus.GONE, reschedule="gone"),
     FetchOutcome.BLOCKED: Transition(CrawlStatus.GONE, reschedule="gone"),
@@ -72,24 +76,51 @@ TRANSITIONS: dict[FetchOutcome, Transition] = {
     FetchOutcome.DEFERRED: Transition(_KEEP, reschedule="retry"),
 }
 
+# Statuses of a URL whose content the crawl holds: leaving them for GONE is a
+# removal (an event for consumers, ``removed_at`` in crawldb).
+HAS_CONTENT = frozenset({CrawlStatus.FETCHED, CrawlStatus.NOTMODIFIED, CrawlStatus.DUPLICATE})
 
-def next_status(
-    old: CrawlStatus, outcome: FetchOutcome, retries: int, max_retries: int
-) -> tuple[CrawlStatus, int]:
-    """New (status, retries) after ``outcome`` for a URL that was ``old``.
+
+@dataclass(frozen=True)
+class Decision:
+    """What one fetch outcome does to a URL's status and counters."""
+
+    status: CrawlStatus
+    retries: int  # transient failures in a row
+    gone_count: int  # 404/410 answers in a row
+    reschedule: str  # see ``Transition.reschedule``
+    removed: bool = False  # a URL with content just became GONE
+
+
+def decide(
+    old: CrawlStatus,
+    outcome: FetchOutcome,
+    retries: int,
+    max_retries: int,
+    gone_count: int = 0,
+    gone_after: int = 1,
+) -> Decision:
+    """The new status and counters after ``outcome`` for a URL that was ``old``.
 
     A URL that keeps failing transiently is given up as GONE after
-    ``max_retries`` attempts (Nutch ``db.fetch.retry.max``).
+    ``max_retries`` attempts (Nutch ``db.fetch.retry.max``); a URL with
+    content is GONE after ``gone_after`` 404/410 answers in a row.
     """
     rule = TRANSITIONS[outcome]
     if rule.count_retry:
         retries += 1
         if retries > max_retries:
-            return CrawlStatus.GONE, retries
-        return old, retries
+            return Decision(CrawlStatus.GONE, retries, gone_count, "gone", old in HAS_CONTENT)
+        return Decision(old, retries, gone_count, rule.reschedule)
     if rule.status is None:  # released or deferred: nothing learnt about the URL
-        return old, retries
-    return rule.status, 0
+        return Decision(old, retries, gone_count, rule.reschedule)
+    if rule.confirm:
+        gone_count += 1
+        if old in HAS_CONTENT and gone_count < gone_after:
+            return Decision(old, 0, gone_count, "retry")  # ask again before removing
+        return Decision(rule.status, 0, gone_count, rule.reschedule, old in HAS_CONTENT)
+    removed = rule.status is CrawlStatus.GONE and old in HAS_CONTENT
+    return Decision(rule.status, 0, 0, rule.reschedule, removed)
 
 
 def outcome_for_http(status: int) -> FetchOutcome:

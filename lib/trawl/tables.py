@@ -62,12 +62,25 @@ def ensure_table(spark: SparkSession, root: str, name: str) -> str:
     path = table_path(root, name)
     if path in _ENSURED:
         return path
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-    if partitions:
-        builder = builder.partitionedBy(*partitions)
-    builder.execute()
+    if DeltaTable.isDeltaTable(spark, path):
+        _add_missing_columns(spark, path, schema)
+    else:
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+        if partitions:
+            builder = builder.partitionedBy(*partitions)
+        builder.execute()
     _ENSURED.add(path)
     return path
+
+
+def _add_missing_columns(spark: SparkSession, path: str, schema: StructType) -> None:
+    """A table written by an older trawl gains the columns added since (null
+    in old rows); nothing is rewritten or dropped."""
+    have = set(spark.read.format("delta").load(path).columns)
+    missing = [f for f in schema.fields if f.name not in have]
+    if missing:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
 
 
 def ensure_all(spark: SparkSession, root: str) -> None:

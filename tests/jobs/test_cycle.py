@@ -114,13 +114,12 @@ def test_updatedb_twice_leaves_crawldb_and_hostdb_unchanged(crawl: Crawl) -> Non
 def test_generate_caps_hosts_and_keeps_shared_ips_in_one_task(crawl: Crawl, cycle: int) -> None:
     fetchlist = read_segment_table(crawl.spark, crawl.root, crawl.segments[cycle], "fetchlist")
     rows = fetchlist.collect()
-    per_ip: dict[str, int] = {}
+    per_host: dict[str, int] = {}
     tasks_per_ip: dict[str, set[int]] = {}
     for row in rows:
-        key = row["ip"] or row["host"]
-        per_ip[key] = per_ip.get(key, 0) + 1
-        tasks_per_ip.setdefault(key, set()).add(row["task"])
-    assert rows and max(per_ip.values()) <= 6  # generate.max_per_host, shared per IP
+        per_host[row["host"]] = per_host.get(row["host"], 0) + 1
+        tasks_per_ip.setdefault(row["ip"] or row["host"], set()).add(row["task"])
+    assert rows and max(per_host.values()) <= 6  # generate.max_per_host
     assert all(len(tasks) == 1 for tasks in tasks_per_ip.values())
     # Addresses come from hostdb, or are resolved by generate for hosts new to it.
     assert all(row["ip"] for row in rows)
@@ -131,7 +130,11 @@ def test_fetched_urls_are_released_and_rescheduled(crawl: Crawl) -> None:
     assert crawldb.filter(f"generated_segment = '{crawl.segments[0]}'").count() == 0
     row = crawldb.filter("status = 'fetched'").first()
     assert row is not None
-    assert row["next_fetch_at"].replace(tzinfo=UTC) > AT + timedelta(days=29)
+    # the cycle's logical time, and not due again before schedule.min_interval_s
+    assert row["last_fetch_at"].replace(tzinfo=UTC) in (AT, AT + timedelta(hours=1))
+    assert row["content_seen_at"] == row["last_fetch_at"]
+    assert row["next_fetch_at"] >= row["last_fetch_at"] + timedelta(days=1)
+    assert row["change_rate"] > 0
     assert row["content_sha256"] and row["fetches"] >= 1
 
 

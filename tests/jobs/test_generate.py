@@ -146,3 +146,41 @@ def test_policy_by_domain_and_host(chosen: Counter[str]) -> None:
 
 def test_a_host_in_back_off_is_not_generated(chosen: Counter[str]) -> None:
     assert chosen["failing.info"] == 0
+
+
+# --- the recrawl priority: Spark's column equals trawl.changerate's formula ---------------------
+@pytest.mark.parametrize("policy", ["lagrangian", "change_prob"])
+def test_recrawl_priority_matches_the_change_rate_model(spark: Any, policy: str) -> None:
+    from trawl.changerate import ChangeStats, priority, probing
+    from trawl.stages.generate import recrawl_priority
+    from trawl.transitions import change_model
+
+    cfg = load_config(None, [f"schedule.policy={policy}"], environ={})
+    model = change_model(cfg.schedule)
+    day = 86400.0
+    # (score, change_rate, days since the last read or None, visits, unchanged_s, lastmod after?)
+    cases = [
+        (1.0, None, None, None, None, False),  # never read: the prior's rate
+        (1.0, 1 / day, 1.0, 3.0, 2 * day, False),
+        (0.5, 1 / (30 * day), 10.0, 5.0, 40 * day, False),
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False),  # probing: every visit changed
+        (1.0, 1 / (90 * day), 5.0, 2.0, 9 * day, True),  # a sitemap says it changed
+    ]
+    rows = []
+    for score, rate, days, n, unchanged, lastmod_after in cases:
+        seen = None if days is None else AT - timedelta(days=days)
+        lastmod = seen + timedelta(hours=1) if seen and lastmod_after else None
+        rows.append((score, rate, seen, n, unchanged, lastmod))
+    df = spark.createDataFrame(
+        rows,
+        "score double, change_rate double, content_seen_at timestamp, change_visits double, "
+        "change_unchanged_s double, sitemap_lastmod timestamp",
+    )
+    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    got = [r[0] for r in df.select(recrawl_priority(ctx)).collect()]
+    for (score, rate, days, n, unchanged, lastmod_after), value in zip(cases, got, strict=True):
+        lam = rate or model.default_rate_per_s
+        elapsed = None if days is None or lastmod_after else days * day
+        stats = ChangeStats(visits=n or 0.0, unchanged_s=unchanged or 0.0)
+        want = priority(lam, elapsed, score, model, probe=probing(stats))
+        assert value == pytest.approx(want, rel=1e-9), (score, rate, days)

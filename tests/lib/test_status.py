@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from trawl.status import CrawlStatus, FetchOutcome, next_status, outcome_for_http
+from trawl.status import (
+    HAS_CONTENT,
+    CrawlStatus,
+    FetchOutcome,
+    decide,
+    outcome_for_http,
+)
 
 S = CrawlStatus
 O = FetchOutcome  # noqa: E741 - short column names keep the matrix readable
@@ -27,38 +33,50 @@ COLUMNS = (
     O.DEFERRED,
 )
 
-# Every row starts from retries=1 with max_retries=3: RETRY counts up to 2 and
-# keeps the old status, NOT_REACHED and DEFERRED keep status and retries,
-# everything else sets its own status and resets retries to 0.
+# Every row starts from retries=1, max_retries=3, gone_count=0, gone_after=2:
+# RETRY counts up to 2 and keeps the old status, NOT_REACHED and DEFERRED keep
+# status and retries, GONE (a 404) is a first strike for a URL with content
+# (fetched, notmodified, duplicate: status kept) and final for the others;
+# everything else sets its own status and resets retries to 0. "R" marks a
+# removal: a URL whose content the crawl held went GONE.
+R = True
+_ = False
 # fmt: off
-MATRIX: dict[CrawlStatus, tuple[tuple[CrawlStatus, int], ...]] = {
+MATRIX: dict[CrawlStatus, tuple[tuple[CrawlStatus, int, bool], ...]] = {
     S.UNFETCHED: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.UNFETCHED, 2), (S.GONE, 0), (S.GONE, 0), (S.UNFETCHED, 1), (S.UNFETCHED, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.GONE, 0, _), (S.UNFETCHED, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
+        (S.UNFETCHED, 1, _), (S.UNFETCHED, 1, _),
     ),
     S.FETCHED: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.FETCHED, 2), (S.GONE, 0), (S.GONE, 0), (S.FETCHED, 1), (S.FETCHED, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.FETCHED, 0, _), (S.FETCHED, 2, _), (S.GONE, 0, R), (S.GONE, 0, R),
+        (S.FETCHED, 1, _), (S.FETCHED, 1, _),
     ),
     S.NOTMODIFIED: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.NOTMODIFIED, 2), (S.GONE, 0), (S.GONE, 0), (S.NOTMODIFIED, 1), (S.NOTMODIFIED, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.NOTMODIFIED, 0, _), (S.NOTMODIFIED, 2, _), (S.GONE, 0, R), (S.GONE, 0, R),
+        (S.NOTMODIFIED, 1, _), (S.NOTMODIFIED, 1, _),
     ),
     S.GONE: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.GONE, 2), (S.GONE, 0), (S.GONE, 0), (S.GONE, 1), (S.GONE, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.GONE, 0, _), (S.GONE, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
+        (S.GONE, 1, _), (S.GONE, 1, _),
     ),
     S.REDIR_TEMP: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.REDIR_TEMP, 2), (S.GONE, 0), (S.GONE, 0), (S.REDIR_TEMP, 1), (S.REDIR_TEMP, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.GONE, 0, _), (S.REDIR_TEMP, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
+        (S.REDIR_TEMP, 1, _), (S.REDIR_TEMP, 1, _),
     ),
     S.REDIR_PERM: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.REDIR_PERM, 2), (S.GONE, 0), (S.GONE, 0), (S.REDIR_PERM, 1), (S.REDIR_PERM, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.GONE, 0, _), (S.REDIR_PERM, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
+        (S.REDIR_PERM, 1, _), (S.REDIR_PERM, 1, _),
     ),
     S.DUPLICATE: (
-        (S.FETCHED, 0), (S.NOTMODIFIED, 0), (S.REDIR_PERM, 0), (S.REDIR_TEMP, 0), (S.GONE, 0),
-        (S.DUPLICATE, 2), (S.GONE, 0), (S.GONE, 0), (S.DUPLICATE, 1), (S.DUPLICATE, 1),
+        (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
+        (S.DUPLICATE, 0, _), (S.DUPLICATE, 2, _), (S.GONE, 0, R), (S.GONE, 0, R),
+        (S.DUPLICATE, 1, _), (S.DUPLICATE, 1, _),
     ),
 }
 # fmt: on
@@ -78,11 +96,27 @@ def test_matrix_covers_every_status_and_outcome() -> None:
 
 @pytest.mark.parametrize(("old", "outcome", "expected"), CASES)
 def test_transition_matrix(
-    old: CrawlStatus, outcome: FetchOutcome, expected: tuple[CrawlStatus, int]
+    old: CrawlStatus, outcome: FetchOutcome, expected: tuple[CrawlStatus, int, bool]
 ) -> None:
-    status, retries = next_status(old, outcome, retries=1, max_retries=3)
-    assert (status, retries) == expected
-    assert isinstance(status, CrawlStatus)
+    d = decide(old, outcome, retries=1, max_retries=3, gone_count=0, gone_after=2)
+    assert (d.status, d.retries, d.removed) == expected
+    assert isinstance(d.status, CrawlStatus)
+    assert d.gone_count == (1 if outcome is O.GONE else 0)
+
+
+@pytest.mark.parametrize("old", sorted(HAS_CONTENT))
+def test_the_second_404_in_a_row_removes_a_url_with_content(old: CrawlStatus) -> None:
+    first = decide(old, O.GONE, 0, 3, gone_count=0, gone_after=2)
+    second = decide(first.status, O.GONE, first.retries, 3, first.gone_count, gone_after=2)
+    assert (first.status, first.removed, first.reschedule) == (old, False, "retry")
+    assert (second.status, second.gone_count, second.removed) == (S.GONE, 2, True)
+    assert decide(old, O.GONE, 0, 3, 0, gone_after=1).status is S.GONE  # Nutch's rule
+
+
+def test_retries_exhausted_on_a_url_with_content_is_a_removal() -> None:
+    d = decide(S.FETCHED, O.RETRY, 3, max_retries=3)
+    assert (d.status, d.removed) == (S.GONE, True)
+    assert decide(S.UNFETCHED, O.RETRY, 3, max_retries=3).removed is False
 
 
 @pytest.mark.parametrize("old", [S.UNFETCHED, S.FETCHED, S.NOTMODIFIED])
@@ -90,13 +124,15 @@ def test_retries_count_up_to_max_then_gone(old: CrawlStatus) -> None:
     status, retries = old, 0
     seen = []
     for _ in range(5):
-        status, retries = next_status(status, O.RETRY, retries, max_retries=3)
+        d = decide(status, O.RETRY, retries, max_retries=3)
+        status, retries = d.status, d.retries
         seen.append((status, retries))
     assert seen == [(old, 1), (old, 2), (old, 3), (S.GONE, 4), (S.GONE, 5)]
 
 
 def test_max_retries_zero_gives_up_at_once() -> None:
-    assert next_status(S.FETCHED, O.RETRY, 0, max_retries=0) == (S.GONE, 1)
+    d = decide(S.FETCHED, O.RETRY, 0, max_retries=0)
+    assert (d.status, d.retries) == (S.GONE, 1)
 
 
 @pytest.mark.parametrize(
@@ -112,13 +148,15 @@ def test_max_retries_zero_gives_up_at_once() -> None:
 def test_other_outcomes_reset_or_keep_retry_count(
     outcome: FetchOutcome, expected: tuple[CrawlStatus, int]
 ) -> None:
-    assert next_status(S.FETCHED, outcome, 3, max_retries=3) == expected
+    d = decide(S.FETCHED, outcome, 3, max_retries=3)
+    assert (d.status, d.retries) == expected
 
 
 def test_not_reached_never_gives_up() -> None:
     status, retries = S.UNFETCHED, 3
     for _ in range(10):
-        status, retries = next_status(status, O.NOT_REACHED, retries, max_retries=3)
+        d = decide(status, O.NOT_REACHED, retries, max_retries=3)
+        status, retries = d.status, d.retries
     assert (status, retries) == (S.UNFETCHED, 3)
 
 

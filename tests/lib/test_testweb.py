@@ -94,13 +94,15 @@ def logged(web: TestWeb, key: str, value: str, count: int) -> list[dict[str, Any
     """Log rows with row[key] == value, waiting for ``count`` of them.
 
     The server writes a row just after the response's last byte, so a client
-    can read the log a moment before its own request appears there.
+    can read the log a moment before its own request appears there, and the
+    rows of two requests in a row may be written in either order: they come
+    back in request order (by ``start``).
     """
     deadline = time.time() + 3
     while True:
         rows = [r for r in read_log(web.access_log) if r[key] == value]
         if len(rows) >= count or time.time() > deadline:
-            return rows
+            return sorted(rows, key=lambda r: float(r["start"]))
         time.sleep(0.005)
 
 
@@ -196,6 +198,68 @@ def test_small_webs_the_suite_pins_get_no_extras(
         seed, hosts=hosts, ips=ips, pages_per_host=pages, throttled=0, crawl_delays=0
     )
     assert web == bare
+
+
+def strip_time_and_sitemaps(model: WebModel) -> tuple[HostInfo, ...]:
+    """The hosts without change rates, sitemaps and the pages only sitemaps list."""
+    hidden = model.sitemap_only_pages()
+    return tuple(
+        dataclasses.replace(
+            h,
+            sitemaps=None,
+            pages=tuple(
+                dataclasses.replace(p, change_rate=0.0)
+                for p in h.pages
+                if (h.name, p.path) not in hidden
+            ),
+        )
+        for h in model.hosts
+    )
+
+
+def test_sitemaps_and_change_rates_leave_the_rest_of_the_web_as_it_was() -> None:
+    model = hostile_model()
+    bare = WebModel.generate(
+        HOSTILE_SEED,
+        hosts=200,
+        ips=30,
+        pages_per_host=(3, 8),
+        throttled=0.15,
+        crawl_delays=0.15,
+        sitemaps=0,
+        change_rates=None,
+    )
+    assert model != bare and model.sitemap_only_pages()
+    assert strip_time_and_sitemaps(model) == bare.hosts
+    assert all(h.robots_status == 200 for h in model.hosts if h.sitemaps)
+    assert all(p.change_rate == 0 for h in bare.hosts for p in h.pages)
+
+
+@pytest.mark.parametrize(
+    ("seed", "hosts", "ips", "pages", "crawled"),
+    [
+        (34, 12, 3, (5, 15), True),  # tests/lib/test_fetchtask.py
+        (3, 16, 4, (3, 10), True),  # tests/jobs/test_cycle.py
+        (5, 4, 2, (2, 4), True),  # tests/jobs/test_cycle.py (the cycle command)
+        (34, 6, 2, (5, 40), True),  # tests/lib/test_hostile.py
+        (3, 4, 2, (3, 5), False),  # test_stop_cuts_keepalive_connections_and_joins_threads
+        (5, 6, 3, (5, 40), False),  # test_run_serves_until_stopped
+        (SEED, 20, 5, (5, 20), False),
+    ],
+)
+def test_small_webs_the_suite_pins_keep_their_pages(
+    seed: int, hosts: int, ips: int, pages: tuple[int, int], crawled: bool
+) -> None:
+    """The webs crawler tests pin publish no sitemaps (the crawler would follow
+    them); no pinned web gains a page only sitemaps list."""
+    web = WebModel.generate(seed, hosts=hosts, ips=ips, pages_per_host=pages)
+    bare = WebModel.generate(
+        seed, hosts=hosts, ips=ips, pages_per_host=pages, sitemaps=0, change_rates=None
+    )
+    assert not web.sitemap_only_pages()
+    assert strip_time_and_sitemaps(web) == bare.hosts
+    if crawled:
+        assert not any(h.sitemaps for h in web.hosts)
 
 
 def test_extras_cover_every_throttle_and_crawl_delays_past_a_cap() -> None:
@@ -295,6 +359,8 @@ def test_access_log_records_each_request(model: WebModel, web: TestWeb) -> None:
     for row in rows:
         assert row["ip"] == host.ip and row["method"] == "GET" and row["bytes"] > 0
         assert before <= row["start"] <= row["end"] <= time.time()
+        assert row["at"] == web.time.isoformat()
+    assert [r["version"] for r in rows] == [0, None]  # a page's version; none for a 404
 
 
 def test_slow_host_serves_concurrent_requests(

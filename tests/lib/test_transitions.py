@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,9 +14,12 @@ from trawl.config import ScheduleConfig
 from trawl.status import FetchOutcome
 from trawl.transitions import apply_fetch
 
+# "uniform" keeps the next due time simple (fetch_interval_s); the change-rate
+# policies are tested below.
 SCHEDULE = ScheduleConfig(
-    fetch_interval_s=1000.0, retry_interval_s=100.0, gone_interval_s=5000.0, max_retries=3
-)
+    policy="uniform", fetch_interval_s=1000.0, retry_interval_s=100.0, gone_interval_s=5000.0,
+    max_retries=3, min_interval_s=500.0, max_interval_s=9000.0, gone_after=1,
+)  # fmt: skip
 AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 FETCHED_AT = AT - timedelta(minutes=30)
 SEG = "20240501120000"
@@ -95,7 +100,7 @@ def test_old_row_is_not_mutated(outcome: str) -> None:
 EXPECTED: dict[str, tuple[str, int, int, datetime, bool]] = {
     "success": ("fetched", 0, 1, AT + timedelta(seconds=1000), True),
     "notmodified": ("notmodified", 0, 1, AT + timedelta(seconds=1000), True),
-    "redir_perm": ("redir_perm", 0, 1, AT + timedelta(seconds=1000), True),
+    "redir_perm": ("redir_perm", 0, 1, AT + timedelta(seconds=9000), True),  # max interval
     "redir_temp": ("redir_temp", 0, 1, AT + timedelta(seconds=1000), True),
     "gone": ("gone", 0, 1, AT + timedelta(seconds=5000), True),
     "retry": ("unfetched", 1, 1, AT + timedelta(seconds=100), True),
@@ -127,10 +132,10 @@ def test_status_counters_and_next_fetch_by_outcome(outcome: str) -> None:
 @pytest.mark.parametrize(
     ("outcome", "http_status", "last_fetch_at"),
     [
-        ("success", 200, FETCHED_AT),
-        ("notmodified", 304, FETCHED_AT),
-        ("gone", 404, FETCHED_AT),
-        ("retry", 503, FETCHED_AT),
+        ("success", 200, AT),  # the cycle's logical time, not the wall clock
+        ("notmodified", 304, AT),
+        ("gone", 404, AT),
+        ("retry", 503, AT),
         ("robots_denied", None, None),  # no request: nothing about the response
         ("blocked", None, None),
         ("deferred", None, None),
@@ -144,7 +149,7 @@ def test_last_fetch_and_http_status_only_for_requests(
     assert new["last_fetch_at"] == last_fetch_at
 
 
-def test_last_fetch_at_falls_back_to_the_update_time() -> None:
+def test_last_fetch_at_is_logical_time_whatever_the_wall_clock() -> None:
     new = apply_fetch(crawl_row(), fetch_row("success", fetched_at=None), AT, SEG, SCHEDULE)
     assert new["last_fetch_at"] == AT
 
@@ -255,7 +260,9 @@ def test_redirects_record_the_target(outcome: str, http_status: int) -> None:
     assert new["status"] == outcome
     assert new["redirect_to"] == "http://example.com/b"
     assert new["http_status"] == http_status
-    assert new["next_fetch_at"] == AT + timedelta(seconds=1000)
+    # a permanent redirect: the target took over, the source waits the longest
+    wait = 9000 if outcome == "redir_perm" else 1000
+    assert new["next_fetch_at"] == AT + timedelta(seconds=wait)
 
 
 def test_ip_only_replaced_when_the_fetch_has_one() -> None:
@@ -273,3 +280,110 @@ def test_missing_counters_count_from_zero() -> None:
 def test_unknown_outcome_is_rejected() -> None:
     with pytest.raises(ValueError):
         apply_fetch(crawl_row(), fetch_row("exploded"), AT, SEG, SCHEDULE)
+
+
+Row = dict[str, Any]
+
+
+# --- the change record and the schedule policies --------------------------------------------------
+DAY = timedelta(days=1)
+MODEL = ScheduleConfig(policy="lagrangian")  # defaults: 1 day .. 90 days
+
+
+def visits(
+    outcomes: list[tuple[str, str | None]], schedule: ScheduleConfig
+) -> list[dict[str, Any]]:
+    """Apply (outcome, content hash) daily; the rows after each visit."""
+    row, out = crawl_row(), []
+    for i, (outcome, digest) in enumerate(outcomes):
+        fetch = fetch_row(outcome, content_sha256=digest) if digest else fetch_row(outcome)
+        row = apply_fetch(row, fetch, AT + i * DAY, f"seg{i}", schedule)
+        out.append(row)
+    return out
+
+
+def test_content_visits_build_the_change_record() -> None:
+    rows = visits([("success", "a"), ("success", "a"), ("success", "b"), ("notmodified", None)],
+                  MODEL)  # fmt: skip
+    first, unchanged, changed, not_modified = rows
+    assert first["changed"] is None and first.get("change_visits") is None  # nothing to compare
+    assert first["content_seen_at"] == AT and first["modified_at"] == AT
+    assert (unchanged["changed"], unchanged["change_visits"], unchanged["change_changed"]) == (
+        False, 1.0, 0.0)  # fmt: skip
+    assert unchanged["change_unchanged_s"] == pytest.approx(86400.0)
+    assert (changed["changed"], changed["change_changed"]) == (True, pytest.approx(1.0))
+    assert changed["modified_at"] == AT + 2 * DAY
+    # a 304 is an unchanged visit: no body, the copy stays
+    assert not_modified["changed"] is False
+    assert not_modified["content_sha256"] == "b"
+    fade = math.exp(-1 / 180)  # a day against schedule.change_memory_s (180 days)
+    assert not_modified["change_visits"] == pytest.approx(fade * fade + fade + 1)
+    assert not_modified["change_unchanged_s"] > changed["change_unchanged_s"]
+    assert changed["change_rate"] > unchanged["change_rate"]  # a change raises the estimate
+    for row in rows:  # due again no earlier than the minimum interval
+        assert row["next_fetch_at"] >= row["last_fetch_at"] + DAY
+
+
+def test_failures_between_content_visits_do_not_shorten_the_interval() -> None:
+    rows = visits([("success", "a"), ("retry", None), ("gone", None), ("success", "a")],
+                  replace(MODEL, gone_after=2))  # fmt: skip
+    last = rows[-1]
+    assert last["content_seen_at"] == AT + 3 * DAY
+    assert last["change_visits"] == 1.0
+    assert last["change_unchanged_s"] == pytest.approx(3 * 86400.0)  # from the first visit
+
+
+def test_a_page_changing_at_every_visit_is_watched_at_the_minimum_interval() -> None:
+    rows = visits([("success", str(i)) for i in range(4)], MODEL)
+    assert all(r["next_fetch_at"] == r["last_fetch_at"] + DAY for r in rows[1:])
+
+
+def test_uniform_policy_waits_the_fetch_interval() -> None:
+    uniform = replace(MODEL, policy="uniform", fetch_interval_s=5 * 86400.0)
+    rows = visits([("success", "a"), ("success", "b")], uniform)
+    assert [r["next_fetch_at"] - r["last_fetch_at"] for r in rows] == [5 * DAY, 5 * DAY]
+
+
+def test_adaptive_policy_is_nutchs() -> None:
+    adaptive = replace(MODEL, policy="adaptive", fetch_interval_s=10 * 86400.0,
+                       adaptive_sync_delta=False)  # fmt: skip
+    rows = visits([("success", "a"), ("success", "a"), ("success", "b")], adaptive)
+    # first fetch: no comparison (interval kept), then x1.4 unchanged, x0.8 changed
+    assert [r["fetch_interval_s"] / 86400 for r in rows] == pytest.approx([10.0, 14.0, 11.2])
+    assert [(r["next_fetch_at"] - r["last_fetch_at"]) / DAY for r in rows] == pytest.approx(
+        [10.0, 14.0, 11.2]
+    )
+
+
+# --- gone twice, and removals -----------------------------------------------------------------
+def test_a_page_with_content_is_gone_after_gone_after_404s_in_a_row() -> None:
+    schedule = replace(SCHEDULE, gone_after=2)
+    row = apply_fetch(crawl_row(), fetch_row("success"), AT, "s0", schedule)
+    first = apply_fetch(row, fetch_row("gone"), AT + DAY, "s1", schedule)
+    assert (first["status"], first["gone_count"], first.get("removed_at")) == ("fetched", 1, None)
+    assert first["next_fetch_at"] == AT + DAY + timedelta(seconds=100)  # asked again soon
+    second = apply_fetch(first, fetch_row("gone"), AT + 2 * DAY, "s2", schedule)
+    assert (second["status"], second["gone_count"]) == ("gone", 2)
+    assert second["removed_at"] == AT + 2 * DAY
+    back = apply_fetch(second, fetch_row("success"), AT + 3 * DAY, "s3", schedule)
+    assert (back["status"], back["gone_count"], back["removed_at"]) == ("fetched", 0, None)
+
+
+def test_a_404_between_answers_starts_the_count_again() -> None:
+    schedule = replace(SCHEDULE, gone_after=2)
+    row = apply_fetch(crawl_row(), fetch_row("success"), AT, "s0", schedule)
+    for i, outcome in enumerate(["gone", "success", "gone"], start=1):
+        row = apply_fetch(row, fetch_row(outcome), AT + i * DAY, f"s{i}", schedule)
+    assert (row["status"], row["gone_count"]) == ("fetched", 1)
+
+
+def test_a_never_fetched_url_is_gone_at_the_first_404() -> None:
+    new = apply_fetch(crawl_row(), fetch_row("gone"), AT, SEG, replace(SCHEDULE, gone_after=2))
+    assert new["status"] == "gone"
+    assert new.get("removed_at") is None  # nothing was held: no removal
+
+
+def test_newly_disallowed_by_robots_is_removed_at_once() -> None:
+    row = apply_fetch(crawl_row(), fetch_row("success"), AT, "s0", SCHEDULE)
+    new = apply_fetch(row, fetch_row("robots_denied"), AT + DAY, "s1", SCHEDULE)
+    assert (new["status"], new["removed_at"]) == ("gone", AT + DAY)

@@ -104,6 +104,52 @@ def with_addresses(due: DataFrame, ctx: StageContext) -> DataFrame:
     )
 
 
+def _since_last_visit(ctx: StageContext) -> Column:
+    """Seconds since the last content visit; null for a URL never read, or
+    one a sitemap's <lastmod> says changed after that visit (known changed)."""
+    seen = F.col("content_seen_at")
+    known_changed = F.coalesce(F.col("sitemap_lastmod") > seen, F.lit(False))
+    elapsed = F.lit(ctx.at.timestamp()) - seen.cast("double")
+    return F.when(seen.isNull() | known_changed, F.lit(None)).otherwise(
+        F.greatest(elapsed, F.lit(0.0))
+    )
+
+
+def recrawl_priority(ctx: StageContext) -> Column:
+    """Rank of a due URL under ``schedule.policy``, higher first (the Spark
+    form of ``trawl.changerate.priority``; new URLs on the same scale).
+
+    lagrangian:  (w/λ)(1 - (1 + λτ) e^{-λτ}), or w/λ if never read, known
+                 changed or still probing (every visit saw a change);
+    change_prob: w (1 - e^{-λτ}), or w;
+    uniform:     τ, the least recently read first (never read: first of all);
+    adaptive:    w, as Nutch's generator sorts by score.
+    """
+    sched = ctx.cfg.schedule
+    w = F.coalesce(F.col("score"), F.lit(1.0))
+    rate = F.coalesce(F.col("change_rate"), F.lit(1.0 / sched.prior_change_interval_s))
+    tau = _since_last_visit(ctx)
+    if sched.policy == "uniform":
+        return F.coalesce(tau, F.lit(float("inf")))
+    if sched.policy == "adaptive":
+        return w
+    x = rate * tau
+    if sched.policy == "change_prob":
+        return F.when(tau.isNull(), w).otherwise(w * -F.expm1(-x))
+    probing = (F.col("change_visits") > 0) & (F.col("change_unchanged_s") == 0)
+    value = w / rate * F.greatest(F.lit(0.0), -F.expm1(-x) - x * F.exp(-x))
+    return F.when(tau.isNull() | F.coalesce(probing, F.lit(False)), w / rate).otherwise(value)
+
+
+def overdue(ctx: StageContext) -> Column:
+    """Not read for ``schedule.max_interval_s``: ranked before everything else
+    (change-rate policies; Nutch's and uniform schedules only know due times)."""
+    sched = ctx.cfg.schedule
+    if sched.policy not in ("lagrangian", "change_prob"):
+        return F.lit(False)
+    return F.coalesce(_since_last_visit(ctx) >= sched.max_interval_s, F.lit(False))
+
+
 def select_fetchlist(
     crawldb: DataFrame, hostdb: DataFrame, policy: DataFrame, ctx: StageContext
 ) -> DataFrame:
@@ -142,13 +188,15 @@ def select_fetchlist(
     )
     group_cap = (F.lit(g.fetch_window_s) / address_gap).cast("int") + 1
     domain_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
-    order: list[Column | str] = [F.col("score").desc(), "url_fp"]
+    order: list[Column | str] = [F.col("overdue").desc(), F.col("priority").desc(), "url_fp"]
 
     def rank(by: str) -> Column:
         return F.row_number().over(Window.partitionBy(by).orderBy(*order))
 
     ranked = (
-        due.withColumn("gap", gap)
+        due.withColumn("priority", recrawl_priority(ctx))
+        .withColumn("overdue", overdue(ctx))
+        .withColumn("gap", gap)
         .withColumn("group", group)
         .withColumn("rank", rank("host"))
         .filter(F.col("rank") <= host_cap)
@@ -171,6 +219,7 @@ def select_fetchlist(
         "score",
         "depth",
         F.col("status").alias("prev_status"),
+        F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
         "etag",
         "last_modified",
         "content_sha256",

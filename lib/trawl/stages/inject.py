@@ -47,7 +47,8 @@ class InjectReport:
 
 
 def seed_candidates(ctx: StageContext, lines: DataFrame) -> DataFrame:
-    """Seed-file lines (column ``value``) -> candidate rows (one per line)."""
+    """Seed-file lines (columns ``value`` and ``sitemap``: the line names a
+    sitemap, from ``--sitemaps``) -> candidate rows (one per line)."""
     cfg, at, segment = ctx.cfg, ctx.at, ctx.segment
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -61,25 +62,36 @@ def seed_candidates(ctx: StageContext, lines: DataFrame) -> DataFrame:
                 continue
             if seed is None:
                 continue
+            sitemap = bool(row["sitemap"])
             record, reason = admit(
                 seed.url,
                 cfg,
                 flt,
-                source="seed",
+                source="sitemap" if sitemap else "seed",
                 depth=0,
                 score=seed.score,
                 at=at,
                 segment=segment,
                 reason=seed.reason,
+                is_sitemap=sitemap,
             )
             yield {**(record or {}), "rejected": reason, "raw": seed.url}
 
     return map_records(lines, fn, CANDIDATE_SCHEMA)
 
 
-def inject(ctx: StageContext, seed_paths: Sequence[str]) -> InjectReport:
+def inject(
+    ctx: StageContext, seed_paths: Sequence[str], sitemap_paths: Sequence[str] = ()
+) -> InjectReport:
+    """Seeds (pages) and sitemap URLs (read as sitemaps when fetched) into crawldb."""
     spark = ctx.spark
-    lines = spark.read.text(list(seed_paths))
+    lines = None
+    for paths, sitemap in ((seed_paths, False), (sitemap_paths, True)):
+        if paths:
+            part = spark.read.text(list(paths)).withColumn("sitemap", F.lit(sitemap))
+            lines = part if lines is None else lines.unionByName(part)
+    if lines is None:
+        raise ValueError("nothing to inject: give seed files or --sitemaps files")
     candidates = seed_candidates(ctx, lines).cache()
     report = InjectReport()
     for row in candidates.groupBy("rejected").count().collect():

@@ -70,27 +70,34 @@ def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> Dat
     return map_records(joined, fn, OP_SCHEMA)
 
 
-def discovered_links(pages: DataFrame) -> DataFrame:
-    """(url, depth, score, source) for every followable link of the segment:
-    outlinks without nofollow, and redirect targets. A page's links share its
-    unit of score (OPIC's cash split over outlinks, Abiteboul et al.)."""
+def discovered_links(fetch: DataFrame) -> DataFrame:
+    """(url, depth, score, source, is_sitemap, lastmod) for every followable
+    link of the segment: page outlinks without nofollow, sitemap entries (with
+    their <lastmod>), robots.txt Sitemap lines, and redirect targets. A page's
+    links share its unit of score (OPIC's cash split over outlinks, Abiteboul
+    et al.); a redirect target takes over its source's score."""
+    from_sitemap = (F.col("kind") == "robots") | F.coalesce(F.col("is_sitemap"), F.lit(False))
     links = (
-        pages.filter((F.col("outcome") == "success") & F.col("outlinks").isNotNull())
+        fetch.filter((F.col("outcome") == "success") & F.col("outlinks").isNotNull())
         .withColumn("n", F.size("outlinks"))
-        .select("depth", "n", F.explode("outlinks").alias("link"))
-        .filter(~F.coalesce(F.col("link.nofollow"), F.lit(False)))
+        .select("depth", "n", from_sitemap.alias("from_sitemap"), F.explode("outlinks").alias("l"))
+        .filter(~F.coalesce(F.col("l.nofollow"), F.lit(False)))
         .select(
-            F.col("link.url").alias("url"),
-            (F.col("depth") + 1).alias("depth"),
+            F.col("l.url").alias("url"),
+            (F.coalesce(F.col("depth"), F.lit(0)) + 1).alias("depth"),
             (F.lit(1.0) / F.col("n")).alias("score"),
-            F.lit("outlink").alias("source"),
+            F.when(F.col("from_sitemap"), "sitemap").otherwise("outlink").alias("source"),
+            F.coalesce(F.col("l.sitemap"), F.lit(False)).alias("is_sitemap"),
+            F.col("l.lastmod").alias("lastmod"),
         )
     )
-    redirects = pages.filter(F.col("redirect_to").isNotNull()).select(
+    redirects = fetch.filter(F.col("redirect_to").isNotNull()).select(
         F.col("redirect_to").alias("url"),
         F.col("depth"),
-        F.lit(1.0).alias("score"),
+        F.coalesce(F.col("score"), F.lit(1.0)).alias("score"),
         F.lit("redirect").alias("source"),
+        F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
+        F.lit(None).cast("timestamp").alias("lastmod"),
     )
     return (
         links.unionByName(redirects)
@@ -99,6 +106,8 @@ def discovered_links(pages: DataFrame) -> DataFrame:
             F.min("depth").alias("depth"),
             F.sum("score").alias("score"),
             F.min("source").alias("source"),
+            F.max("is_sitemap").alias("is_sitemap"),
+            F.max("lastmod").alias("lastmod"),
         )
     )
 
@@ -118,6 +127,8 @@ def admitted_links(links: DataFrame, ctx: StageContext) -> DataFrame:
                 score=row["score"] or 0.0,
                 at=at,
                 segment=segment,
+                is_sitemap=bool(row["is_sitemap"]),
+                sitemap_lastmod=row["lastmod"],
             )
             yield {**(record or {}), "rejected": reason, "raw": row["url"]}
 
@@ -161,7 +172,7 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     pages = fetch.filter(F.col("kind") == "page")
     report = UpdateReport(fetched_rows=pages.count())
 
-    candidates = admitted_links(discovered_links(pages), ctx).cache()
+    candidates = admitted_links(discovered_links(fetch), ctx).cache()
     for row in (
         candidates.filter(F.col("rejected").isNotNull()).groupBy("rejected").count().collect()
     ):
@@ -177,6 +188,7 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     changes = (
         updated_rows(known.unionByName(new), pages, ctx)
         .unionByName(new.join(pages.select(*key), key, "left_anti"))
+        .unionByName(sitemap_hints(admitted, touched, pages))
         .cache()
     )
     report.new_urls = changes.filter("_op = 'insert'").count()
@@ -190,8 +202,23 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     return report
 
 
+def sitemap_hints(admitted: DataFrame, crawldb: DataFrame, pages: DataFrame) -> DataFrame:
+    """A sitemap's <lastmod> for URLs already known and not fetched in this
+    segment (``_op = 'hint'``): the newest one is kept, and generate treats a
+    lastmod after the last visit as a change seen."""
+    key = ["host_bucket", "url_fp", "url"]
+    hinted = admitted.filter(F.col("sitemap_lastmod").isNotNull()).select(*key, "sitemap_lastmod")
+    known = crawldb.drop("sitemap_lastmod").join(hinted, key)
+    return (
+        known.join(pages.select(*key), key, "left_anti")
+        .select(*CRAWLDB_COLS)
+        .withColumn("_op", F.lit("hint"))
+    )
+
+
 def merge_crawldb(changes: DataFrame, buckets: set[int], ctx: StageContext) -> None:
     assignments: dict[str, str | Column] = {c: f"s.{c}" for c in CRAWLDB_COLS}
+    newest = "greatest(t.sitemap_lastmod, s.sitemap_lastmod)"
     (
         delta_table(ctx.spark, ctx.root, "crawldb")
         .alias("t")
@@ -201,6 +228,7 @@ def merge_crawldb(changes: DataFrame, buckets: set[int], ctx: StageContext) -> N
             "AND t.url_fp = s.url_fp AND t.url = s.url",
         )
         .whenMatchedUpdate(condition="s._op = 'update'", set=assignments)
+        .whenMatchedUpdate(condition="s._op = 'hint'", set={"sitemap_lastmod": F.expr(newest)})
         .whenNotMatchedInsert(condition="s._op = 'insert'", values=assignments)
         .execute()
     )

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 
+from trawl.testweb.changes import EPOCH
 from trawl.testweb.runner import run
+
+
+def logical_time(text: str) -> datetime:
+    """An ISO 8601 time ("2026-03-01T00:00:00Z"); one without a zone is UTC."""
+    at = datetime.fromisoformat(text)
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,8 +25,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=3, help="number of seed URLs to write")
     parser.add_argument("--out-dir", type=Path, default=Path("testweb-out"))
+    parser.add_argument(
+        "--at", type=logical_time, default=EPOCH, help="logical time to serve the web as of"
+    )
     args = parser.parse_args(argv)
-    run(args.seed, args.hosts, args.port, args.out_dir, ips=args.ips, n_seeds=args.seeds)
+    run(
+        args.seed, args.hosts, args.port, args.out_dir, ips=args.ips, n_seeds=args.seeds, at=args.at
+    )
 
 
 if __name__ == "__main__":

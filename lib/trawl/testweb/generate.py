@@ -26,14 +26,29 @@ the extras existed, and raising a share only adds hosts to the extras. The
 label's suffix was picked so that the small webs the test suite pins (seed
 34 with 12 hosts, seed 3 with 16 and with 4, seed 5 with 4 and with 6) get
 no extras and keep the properties their tests state.
+
+Two more streams were added later, the same way: each page's change rate
+(``trawl.testweb.changes``, keyed by seed, host and path) and each host's
+sitemaps, drawn from a ``random.Random`` keyed by ``SITEMAPS_LABEL``, seed
+and host name. A share of hosts with a 200 robots.txt publish sitemaps
+listing every page any crawler but badbot may fetch; on some of them
+(``HIDDEN_SHARE``) one extra 200 page is listed that nothing links to, so a
+crawl can only find it through the sitemap. Hosts listing at least
+``SITEMAP_INDEX_MIN`` pages use an index. ``SITEMAPS_LABEL``'s suffix was
+picked so that the webs the crawler's tests pin (seed 34 with 12 and with 6
+hosts, seed 3 with 16, seed 5 with 4) publish no sitemaps at all -- the
+crawler follows robots.txt ``Sitemap:`` lines, so they would change what
+those crawls fetch -- and the other pinned webs (seed 3 with 4 hosts, 5 with
+6, 44 with 20) list no hidden page: their pages are those drawn before.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup, Throttle
+from trawl.testweb.changes import DEFAULT_RATES, ChangeRates, draw_rate
+from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup, SitemapSet, Throttle
 
 DIRS = ("p", "x", "a/b", "docs", "news/2024")
 STAR_RULES = ("/private/", "/cgi-bin/")
@@ -57,6 +72,13 @@ LONG_DELAY_SHARE = 0.125
 THROTTLES = (("limit", 429), ("limit", 503), ("flaky", 503))
 THROTTLE_WEIGHTS = (45, 25, 30)
 EXTRAS_LABEL = "trawl.testweb.extras.3"
+#: Default share of hosts with a 200 robots.txt that publish sitemaps, the
+#: share of those listing a page nothing links to, and the page count from
+#: which a host splits its sitemap behind an index.
+SITEMAP_SHARE = 0.3
+HIDDEN_SHARE = 0.3
+SITEMAP_INDEX_MIN = 12
+SITEMAPS_LABEL = "trawl.testweb.sitemaps.128171"
 
 
 @dataclass(frozen=True)
@@ -264,6 +286,44 @@ def _finish(rng: random.Random, d: _HostDraft) -> HostInfo:
     )
 
 
+def _hidden_page(rng: random.Random, host: HostInfo) -> Page:
+    """A 200 page linking back into the host, at a path no page has yet."""
+    index = len(host.pages)
+    path = f"/{rng.choice(DIRS)}/{index}.html"
+    title = f"{host.name} page {index}: {_words(rng, 2, 4)}"
+    text = _words(rng, 20, 80)
+    targets = ["/", rng.choice(host.open_paths[1:] or host.open_paths)]
+    links = tuple(Link(host.name, t, _intra_form(rng, t)) for t in targets)
+    return Page(path, 200, title, text, links)
+
+
+def _add_sitemaps(seed: int, host: HostInfo, share: float) -> HostInfo:
+    """Give ``host`` sitemaps if its roll is under ``share`` (and robots.txt is 200).
+
+    The host's own stream draws the same values whatever the share, so a
+    larger share only adds hosts, each with the sitemaps it had.
+    """
+    rng = random.Random(f"{SITEMAPS_LABEL}/{seed}/{host.name}")
+    roll, hidden_roll = rng.random(), rng.random()
+    if roll >= share or host.robots_status != 200:
+        return host
+    hidden: tuple[Page, ...] = ()
+    if hidden_roll < HIDDEN_SHARE:
+        hidden = (_hidden_page(rng, host),)
+    listed = len(host.open_paths) + len(hidden)
+    layout = "index" if listed >= SITEMAP_INDEX_MIN else "urlset"
+    sitemaps = SitemapSet(layout, tuple(p.path for p in hidden))
+    return replace(host, pages=host.pages + hidden, sitemaps=sitemaps)
+
+
+def _add_change_rates(seed: int, host: HostInfo, rates: ChangeRates) -> HostInfo:
+    pages = tuple(
+        replace(p, change_rate=draw_rate(seed, host.name, p.path, rates)) if p.status == 200 else p
+        for p in host.pages
+    )
+    return replace(host, pages=pages)
+
+
 def generate_hosts(
     seed: int,
     hosts: int,
@@ -271,8 +331,15 @@ def generate_hosts(
     pages_per_host: tuple[int, int],
     agent: str,
     extras: Extras = Extras(),
+    sitemaps: float = SITEMAP_SHARE,
+    change_rates: ChangeRates | None = DEFAULT_RATES,
 ) -> tuple[HostInfo, ...]:
-    """Draw the whole web; see the module docstring for its shape."""
+    """Draw the whole web; see the module docstring for its shape.
+
+    ``sitemaps`` is the share of hosts with a 200 robots.txt that publish
+    sitemaps; ``change_rates`` the distribution of page change rates (None:
+    no page ever changes).
+    """
     if hosts < 1 or ips < 1 or not 2 <= pages_per_host[0] <= pages_per_host[1]:
         raise ValueError("need hosts >= 1, ips >= 1 and 2 <= min pages <= max pages")
     rng = random.Random(seed)
@@ -287,4 +354,7 @@ def generate_hosts(
     extra_rng = random.Random(f"{EXTRAS_LABEL}/{seed}")
     for d in drafts:
         _add_extras(extra_rng, d, extras)
-    return tuple(_finish(rng, d) for d in drafts)
+    finished = [_add_sitemaps(seed, _finish(rng, d), sitemaps) for d in drafts]
+    if change_rates is not None:
+        finished = [_add_change_rates(seed, h, change_rates) for h in finished]
+    return tuple(finished)

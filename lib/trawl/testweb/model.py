@@ -6,22 +6,41 @@ robots.txt forbids for a given agent, and which pages a perfect polite
 crawler would reach from the seeds. It is port-agnostic (the port is chosen
 when the server binds), so every method that builds a URL takes the port.
 
-The ground truth is timeless: a throttled host's 429/503 depends on when a
-request arrives, not on its path, so ``expected_status`` gives the answer a
-polite crawler gets. The one piece of live state, the ``RateLimiter`` the
-server consults for throttled hosts, rides along outside equality.
+Statuses, links and robots rules are timeless: a throttled host's 429/503
+depends on when a request arrives, not on its path, so ``expected_status``
+gives the answer a polite crawler gets. Content is not: a 200 page changes at
+its own rate, and ``version_at`` / ``last_change_at`` say which version the
+web serves at a logical time (``trawl.testweb.changes``); the link graph
+never changes, so ``reachable`` holds at every time. Two pieces of live
+state ride along outside equality: the ``RateLimiter`` the server consults
+for throttled hosts, and the ``ChangeHistory`` of change instants drawn so
+far (a cache: the instants follow from the seed).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from urllib.parse import urlsplit
 
-from trawl.testweb.generate import DELAY_SHARE, THROTTLE_SHARE, Extras, generate_hosts
+from trawl.testweb.changes import (
+    DEFAULT_RATES,
+    ChangeHistory,
+    ChangeRates,
+    epoch_seconds,
+    from_epoch_seconds,
+)
+from trawl.testweb.generate import (
+    DELAY_SHARE,
+    SITEMAP_SHARE,
+    THROTTLE_SHARE,
+    Extras,
+    generate_hosts,
+)
 from trawl.testweb.limiter import RateLimiter
-from trawl.testweb.records import HostInfo
+from trawl.testweb.records import HostInfo, Page
 
 DEFAULT_AGENT = "trawl"
 
@@ -36,14 +55,16 @@ def make_url(host: str, path: str, port: int) -> str:
 class WebModel:
     """A generated web: ``hosts`` in index order plus the parameters that made it.
 
-    ``limiter`` is the serving state of throttled hosts (not compared: two
-    models from one seed are equal however much traffic they have seen).
+    ``limiter`` is the serving state of throttled hosts and ``changes`` the
+    change instants drawn so far (neither compared: two models from one seed
+    are equal however much traffic they have seen).
     """
 
     seed: int
     agent: str
     hosts: tuple[HostInfo, ...]
     limiter: RateLimiter = field(default_factory=RateLimiter, compare=False, repr=False)
+    changes: ChangeHistory = field(default_factory=ChangeHistory, compare=False, repr=False)
 
     @cached_property
     def _index(self) -> dict[str, HostInfo]:
@@ -60,16 +81,24 @@ class WebModel:
         *,
         throttled: float = THROTTLE_SHARE,
         crawl_delays: float = DELAY_SHARE,
+        sitemaps: float = SITEMAP_SHARE,
+        change_rates: ChangeRates | None = DEFAULT_RATES,
     ) -> WebModel:
         """Build the web for ``seed``; identical arguments give an identical model.
 
         ``throttled`` is the share of hosts with a ``Throttle`` and
         ``crawl_delays`` the share given a Crawl-delay of 1-5 s (rarely much
-        more); both are drawn apart from the rest of the web, so changing
-        them leaves hosts, pages and links as they were.
+        more); ``sitemaps`` the share of hosts with a 200 robots.txt that
+        publish sitemaps; ``change_rates`` how often pages change (None: never).
+        All four are drawn apart from the rest of the web, so changing them
+        leaves hosts, pages and links as they were (but for the pages only
+        sitemaps list).
         """
         extras = Extras(throttled, crawl_delays)
-        return cls(seed, agent, generate_hosts(seed, hosts, ips, pages_per_host, agent, extras))
+        drawn = generate_hosts(
+            seed, hosts, ips, pages_per_host, agent, extras, sitemaps, change_rates
+        )
+        return cls(seed, agent, drawn)
 
     # -- lookups -----------------------------------------------------------
 
@@ -124,6 +153,8 @@ class WebModel:
             return 404
         if path == "/robots.txt":
             return info.robots_status
+        if info.sitemaps is not None and path in info.sitemaps.files:
+            return 200
         page = info.page(path)
         return 404 if page is None else page.status
 
@@ -135,17 +166,23 @@ class WebModel:
             return []
         return [(make_url(link.host, link.path, port), link.nofollow) for link in page.links]
 
-    def reachable(self, seeds: list[str], agent: str | None = None) -> set[tuple[str, str]]:
+    def reachable(
+        self, seeds: list[str], agent: str | None = None, *, sitemaps: bool = False
+    ) -> set[tuple[str, str]]:
         """(host, path) pairs a perfect polite crawler fetches starting at ``seeds``.
 
         Follows links without ``rel=nofollow`` on 200 pages and 301 targets,
         never fetching what robots.txt disallows (robots.txt itself is left
-        out). Unknown hosts are skipped.
+        out). Unknown hosts are skipped. With ``sitemaps`` the crawler also
+        reads the sitemaps robots.txt names on every host it fetches from, so
+        the pages only sitemaps list are reached too (the sitemap files are
+        left out, like robots.txt).
         """
         agent = agent or self.agent
         queue = deque((urlsplit(u).hostname or "", urlsplit(u).path or "/") for u in seeds)
         seen: set[tuple[str, str]] = set()
         fetched: set[tuple[str, str]] = set()
+        read_sitemaps: set[str] = set()
         while queue:
             key = queue.popleft()
             if key in seen:
@@ -154,6 +191,9 @@ class WebModel:
             info = self.host(key[0])
             if info is None or info.is_disallowed(key[1], agent):
                 continue
+            if sitemaps and info.name not in read_sitemaps:
+                read_sitemaps.add(info.name)
+                queue.extend((info.name, path) for path in self.sitemap_paths(info.name))
             fetched.add(key)
             page = info.page(key[1])
             if page is None:
@@ -163,3 +203,62 @@ class WebModel:
             elif page.status == 200:
                 queue.extend((link.host, link.path) for link in page.links if not link.nofollow)
         return fetched
+
+    # -- sitemaps ----------------------------------------------------------
+
+    def sitemap_urls(self, host: str, port: int) -> list[str]:
+        """Absolute URLs of the sitemap files ``host`` publishes, as robots.txt lists them."""
+        info = self.host(host)
+        if info is None or info.sitemaps is None:
+            return []
+        return [make_url(info.name, path, port) for path in info.sitemaps.files]
+
+    def sitemap_paths(self, host: str) -> tuple[str, ...]:
+        """Paths the sitemaps of ``host`` list, in order (empty without sitemaps).
+
+        Every 200 page that no robots group but badbot's disallows, including
+        the pages only the sitemaps lead to.
+        """
+        info = self.host(host)
+        if info is None or info.sitemaps is None:
+            return ()
+        return info.open_paths
+
+    def sitemap_only_pages(self) -> set[tuple[str, str]]:
+        """(host, path) of the pages listed in sitemaps that no link points at."""
+        return {
+            (h.name, path) for h in self.hosts for path in (h.sitemaps.hidden if h.sitemaps else ())
+        }
+
+    # -- change over logical time ------------------------------------------
+
+    def change_rate(self, host: str, path: str) -> float:
+        """Mean changes per day of the page (0.0 for one that never changes, or not a 200)."""
+        return self._page(host, path)[1].change_rate
+
+    def version_at(self, host: str, path: str, at: datetime) -> int:
+        """Number of changes of the page from the epoch up to ``at`` (aware), inclusive."""
+        name, page = self._page(host, path)
+        return self.changes.version(self.seed, name, path, page.change_rate, epoch_seconds(at))[0]
+
+    def last_change_at(self, host: str, path: str, at: datetime) -> datetime:
+        """When the version served at ``at`` appeared (the epoch for version 0)."""
+        name, page = self._page(host, path)
+        t_s = epoch_seconds(at)
+        last = self.changes.version(self.seed, name, path, page.change_rate, t_s)[1]
+        return from_epoch_seconds(last)
+
+    def change_times(self, host: str, path: str, until: datetime) -> list[datetime]:
+        """Every change of the page from the epoch up to ``until``, in order."""
+        name, page = self._page(host, path)
+        t_s = epoch_seconds(until)
+        instants = self.changes.changes_until(self.seed, name, path, page.change_rate, t_s)
+        return [from_epoch_seconds(s) for s in instants]
+
+    def _page(self, host: str, path: str) -> tuple[str, Page]:
+        """(the host's own name, the page); KeyError if either is unknown."""
+        info = self.host(host)
+        page = None if info is None else info.page(path)
+        if info is None or page is None:
+            raise KeyError(f"no page {path} on {host}")
+        return info.name, page

@@ -6,7 +6,10 @@ the server is running. URLs are not stored: the port is only known once the
 server is bound, so links keep a target (host, path) and an href *form*, and
 the renderer builds the href text at serve time. A ``Throttle`` describes how a
 host pushes back on a fast crawler; its live state (when the host is free
-again) is the server's, kept in ``trawl.testweb.limiter``.
+again) is the server's, kept in ``trawl.testweb.limiter``. A page's
+``change_rate`` is all the model keeps of how it changes: the change instants
+follow from it and the seed (``trawl.testweb.changes``). A ``SitemapSet`` says
+which sitemap files a host publishes; their entries follow from its pages.
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ LINK_FORMS = ("absolute", "scheme-relative", "root", "relative")
 ROBOTS_VARIANTS = ("none", "error", "open", "star", "agent")
 #: throttle kinds: a rate limiter, or a server that fails a fixed share of requests.
 THROTTLE_KINDS = ("limit", "flaky")
+#: sitemap layouts: one urlset, or an index over a gzipped urlset and a text list.
+SITEMAP_LAYOUTS = ("urlset", "index")
+URLSET_PATH = "/sitemap.xml"
+INDEX_PATH = "/sitemap_index.xml"
+#: the children of an index: the first half of the pages, gzipped XML; the rest, text.
+CHILD_PATHS = ("/sitemaps/1.xml.gz", "/sitemaps/2.txt")
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,8 @@ class Page:
     ``base`` is a directory path ("/docs/") the page declares in ``<base href>``
     (relative links are then spelled relative to it), ``base_absolute`` says
     whether that href carries scheme and host; ``redirect_to`` is the same-host
-    target of a 301.
+    target of a 301; ``change_rate`` the mean number of changes per day of a
+    200 page (0.0: it never changes).
     """
 
     path: str
@@ -65,6 +75,7 @@ class Page:
     base: str | None = None
     base_absolute: bool = True
     redirect_to: str | None = None
+    change_rate: float = 0.0
 
     @property
     def directory(self) -> str:
@@ -97,6 +108,24 @@ class Throttle:
 
 
 @dataclass(frozen=True)
+class SitemapSet:
+    """The sitemaps a host publishes (all listed in its robots.txt).
+
+    ``layout`` "urlset" is one ``/sitemap.xml``; "index" is
+    ``/sitemap_index.xml`` pointing at ``CHILD_PATHS``. ``hidden`` are paths
+    of pages that the sitemaps list and no link points at.
+    """
+
+    layout: str
+    hidden: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Paths of the sitemap files, the one robots.txt names first."""
+        return (URLSET_PATH,) if self.layout == "urlset" else (INDEX_PATH, *CHILD_PATHS)
+
+
+@dataclass(frozen=True)
 class HostInfo:
     """A virtual host: its pinned IP, robots behaviour, speed and pages.
 
@@ -104,7 +133,8 @@ class HostInfo:
     of ``/robots.txt``; ``groups`` are the rules served when that is 200.
     ``slow`` is the delay in seconds before every response (0.0 for most
     hosts); ``popularity`` the weight other hosts used to pick it as a target;
-    ``throttle`` how it pushes back on a fast crawler (None for most hosts).
+    ``throttle`` how it pushes back on a fast crawler (None for most hosts);
+    ``sitemaps`` the sitemap files it publishes (None for most hosts).
     """
 
     name: str
@@ -117,10 +147,27 @@ class HostInfo:
     pages: tuple[Page, ...]
     popularity: float
     throttle: Throttle | None = None
+    sitemaps: SitemapSet | None = None
 
     @cached_property
     def _by_path(self) -> dict[str, Page]:
         return {page.path: page for page in self.pages}
+
+    @cached_property
+    def open_paths(self) -> tuple[str, ...]:
+        """Paths of 200 pages that no group but badbot's disallows, in page order.
+
+        What a sitemap may list: every crawler that is not banned outright may
+        fetch them, whichever group it falls in.
+        """
+        if self.robots_status >= 500:
+            return ()
+        rules = [g for g in self.groups if g.agent != "badbot"]
+        return tuple(
+            p.path
+            for p in self.pages
+            if p.status == 200 and not any(g.blocks(p.path) for g in rules)
+        )
 
     def page(self, path: str) -> Page | None:
         """The page at ``path`` (exact match, query included), or None."""

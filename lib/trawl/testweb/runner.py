@@ -3,17 +3,21 @@
 ``run`` is what ``trawl testweb`` and ``python -m trawl.testweb`` call to
 demo the crawler against a web on loopback. It prints where the hosts and
 seed files are so they can be handed to a crawl's ``dns.hosts_file`` and seed
-list, then sleeps until signalled and shuts the server down cleanly.
+list, then sleeps until signalled and shuts the server down cleanly. Its
+clock stays where ``at`` puts it (default: the epoch); a process that drives
+the crawl's logical time serves ``TestWeb`` itself and calls ``set_time``.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from trawl.testweb.changes import EPOCH
 from trawl.testweb.model import DEFAULT_AGENT, WebModel
 from trawl.testweb.server import TestWeb
 
@@ -29,20 +33,22 @@ def run(
     agent: str = DEFAULT_AGENT,
     out: TextIO | None = None,
     stop: threading.Event | None = None,
+    at: datetime = EPOCH,
 ) -> None:
     """Generate the web for ``seed``, serve it on ``port`` (0: any) until signalled.
 
     ``stop`` lets a caller (or a test) end the run without a signal; signal
-    handlers are only installed when called from the main thread.
+    handlers are only installed when called from the main thread. ``at`` is
+    the logical time the web answers as of.
     """
     model = WebModel.generate(seed, hosts=hosts, ips=min(ips, hosts), agent=agent)
     stop = stop or threading.Event()
     previous = _install_handlers(stop)
     try:
-        with TestWeb(model, Path(out_dir), port=port, n_seeds=n_seeds) as web:
+        with TestWeb(model, Path(out_dir), port=port, n_seeds=n_seeds, at=at) as web:
             lines = [
                 f"testweb seed={seed}: {len(model.hosts)} hosts, {model.page_count} pages"
-                f" on {len(model.ips)} IPs, port {web.port}",
+                f" on {len(model.ips)} IPs, port {web.port}, as of {web.time.isoformat()}",
                 f"hosts file: {web.hosts_file}",
                 f"seeds file: {web.seeds_file}",
                 f"access log: {web.access_log}",

@@ -7,10 +7,16 @@ acceptor thread multiplexes the listeners with a selector; every connection
 gets its own handler thread (HTTP/1.1 keep-alive), so many fetch threads can
 be served at once and a slow host does not hold up the others.
 
+The web answers as of a logical time, its clock (``set_time``; the epoch
+until set): the process running the crawl moves it with the crawl's ``--at``,
+so pages change, and sitemaps' lastmods move, on the crawl's time scale.
+
 Every request is appended to ``access.jsonl`` with wall-clock ``start``
 (request parsed) and ``end`` (response fully written) times, which is what
-the politeness audit measures. ``stop()`` closes listeners, forces open
-keep-alive connections shut and joins every thread it started.
+the politeness audit measures, and the logical time ``at`` and page
+``version`` it was answered with, from which freshness can be computed.
+``stop()`` closes listeners, forces open keep-alive connections shut and
+joins every thread it started.
 
 With ``hostile=True`` the hosts of ``trawl.testweb.hostile`` are served too,
 each on its own 127.0.9.x listener; their requests are handed to that module,
@@ -27,6 +33,7 @@ import socketserver
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -34,8 +41,9 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from trawl.testweb import hostile
+from trawl.testweb.changes import EPOCH
 from trawl.testweb.model import WebModel, make_url
-from trawl.testweb.render import respond
+from trawl.testweb.render import Conditions, respond
 
 BIND_ATTEMPTS = 20
 
@@ -118,13 +126,17 @@ class _Handler(BaseHTTPRequestHandler):
         if web.hostile and hostile.is_hostile(host):
             self._serve_hostile(host, path, local_ip, start)
             return
-        resp = respond(web.model, host, path, web.port, local_ip)
+        at = web.time
+        resp = respond(
+            web.model, host, path, web.port, local_ip, at=at, conditions=self._conditions()
+        )
         if resp.delay:
             time.sleep(resp.delay)
         self.send_response(resp.status)
         for name, value in resp.headers:
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(resp.body)))
+        if resp.status != 304:  # RFC 9110 8.6: a 304's length would be the 200's
+            self.send_header("Content-Length", str(len(resp.body)))
         if web.stopping:
             self.close_connection = True
             self.send_header("Connection", "close")
@@ -145,7 +157,19 @@ class _Handler(BaseHTTPRequestHandler):
                 "user_agent": self.headers.get("User-Agent", ""),
                 "client_port": self.client_address[1],
                 "retry_after": dict(resp.headers).get("Retry-After"),
+                "at": at.isoformat(),
+                "version": resp.version,
             }
+        )
+
+    def _conditions(self) -> Conditions:
+        """If-None-Match (repeated fields joined, RFC 9110 5.3) and If-Modified-Since
+        (ignored unless it is one field: 13.1.3)."""
+        none_match = self.headers.get_all("If-None-Match")
+        modified_since = self.headers.get_all("If-Modified-Since") or []
+        return Conditions(
+            ", ".join(none_match) if none_match else None,
+            modified_since[0] if len(modified_since) == 1 else None,
         )
 
     def _serve_hostile(self, host: str, path: str, local_ip: str, start: float) -> None:
@@ -165,6 +189,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "user_agent": self.headers.get("User-Agent", ""),
                 "client_port": self.client_address[1],
                 "retry_after": None,
+                "at": web.time.isoformat(),
+                "version": None,
                 "hostile": True,
             }
         )
@@ -176,7 +202,8 @@ class TestWeb:
     ``start()`` binds, writes ``hosts``, ``seeds.txt`` and opens
     ``access.jsonl`` (appending) in ``out_dir``; ``stop()`` undoes it all.
     ``hostile=True`` also serves the catalogue of ``trawl.testweb.hostile``
-    (its names in ``hosts``, never in ``seeds.txt``).
+    (its names in ``hosts``, never in ``seeds.txt``). ``at`` sets the clock
+    (``set_time``) from the start.
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -189,8 +216,11 @@ class TestWeb:
         n_seeds: int = 3,
         *,
         hostile: bool = False,
+        at: datetime = EPOCH,
     ) -> None:
         self.model = model
+        self._time = EPOCH
+        self.set_time(at)
         self.hostile = hostile
         self.out_dir = Path(out_dir)
         self.n_seeds = n_seeds
@@ -222,6 +252,22 @@ class TestWeb:
     @property
     def access_log(self) -> Path:
         return self.out_dir / "access.jsonl"
+
+    @property
+    def time(self) -> datetime:
+        """The logical time requests are answered as of (aware, UTC)."""
+        return self._time
+
+    def set_time(self, at: datetime) -> None:
+        """Answer from now on as of ``at`` (aware); safe while serving.
+
+        Each request reads the clock once, so it is answered wholly as of one
+        time. The clock may go back as well as forward: content is a pure
+        function of the time.
+        """
+        if at.tzinfo is None:
+            raise ValueError("the test web's clock needs an aware datetime (UTC)")
+        self._time = at.astimezone(UTC)
 
     def base_url(self, host: str) -> str:
         """``http://host:port`` for a model host (no trailing slash)."""
