@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("testweb", help="serve the synthetic test web on loopback")
     _common(p)
     p.add_argument("--out", default="testweb", help="folder for hosts file, seeds, access log")
+    p.add_argument("--at", type=_at, help="serve the web as of this logical time (ISO 8601)")
     p = sub.add_parser("demo", help="start the test web, crawl it, show what happened")
     _common(p)
     p.add_argument("--cycles", type=int, default=3)
@@ -179,7 +180,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "testweb":
         from trawl.demo import serve_testweb
 
-        return serve_testweb(cfg, Path(args.out))
+        return serve_testweb(cfg, Path(args.out), args.at)
     if args.command == "demo":
         from trawl.demo import run_demo
 
