@@ -64,10 +64,11 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from email.utils import parsedate_to_datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trawl.fetcher import retry_after_s as parse_retry_after
 from trawl.testweb.model import WebModel
 
 Record = dict[str, Any]
@@ -182,14 +183,7 @@ def retry_after_s(rec: Record) -> float | None:
     value = rec.get("retry_after")
     if rec.get("status") not in (429, 503) or not value:
         return None
-    value = str(value).strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - float(rec["end"]))
+    return parse_retry_after(str(value), datetime.fromtimestamp(float(rec["end"]), UTC))
 
 
 def required_gap(

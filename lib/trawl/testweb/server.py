@@ -145,22 +145,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(resp.body)
         self.wfile.flush()
         web._log(
-            {
-                "host": host,
-                "ip": local_ip,
-                "path": path,
-                "method": self.command,
-                "start": start,
-                "end": time.time(),
-                "status": resp.status,
-                "bytes": len(resp.body) if send_body else 0,
-                "user_agent": self.headers.get("User-Agent", ""),
-                "client_port": self.client_address[1],
+            self._record(
+                host, path, local_ip, start, resp.status, len(resp.body) if send_body else 0
+            )
+            | {
                 "retry_after": dict(resp.headers).get("Retry-After"),
                 "at": at.isoformat(),
                 "version": resp.version,
             }
         )
+
+    def _record(
+        self, host: str, path: str, local_ip: str, start: float, status: int, sent: int
+    ) -> dict[str, Any]:
+        """The access-log fields every request has (the audits read them)."""
+        return {
+            "host": host,
+            "ip": local_ip,
+            "path": path,
+            "method": self.command,
+            "start": start,
+            "end": time.time(),
+            "status": status,
+            "bytes": sent,
+            "user_agent": self.headers.get("User-Agent", ""),
+            "client_port": self.client_address[1],
+        }
 
     def _conditions(self) -> Conditions:
         """If-None-Match (repeated fields joined, RFC 9110 5.3) and If-Modified-Since
@@ -176,23 +186,10 @@ class _Handler(BaseHTTPRequestHandler):
         """A host of ``trawl.testweb.hostile``: it writes to the raw connection."""
         web = self.server.web
         status, sent = hostile.serve_hostile(self, host, path, web._stop_event)
+        # status 0: no status line was sent
         web._log(
-            {
-                "host": host,
-                "ip": local_ip,
-                "path": path,
-                "method": self.command,
-                "start": start,
-                "end": time.time(),
-                "status": status,  # 0: no status line was sent
-                "bytes": sent,
-                "user_agent": self.headers.get("User-Agent", ""),
-                "client_port": self.client_address[1],
-                "retry_after": None,
-                "at": web.time.isoformat(),
-                "version": None,
-                "hostile": True,
-            }
+            self._record(host, path, local_ip, start, status, sent)
+            | {"retry_after": None, "at": web.time.isoformat(), "version": None, "hostile": True}
         )
 
 
