@@ -49,7 +49,7 @@ revisits, freshness and revisits by true change rate, and the mean absolute
 log-error of crawldb's ``change_rate`` against the true rate (and of the
 prior alone, as the baseline).
 
-Output: a table on stdout; one JSON line per policy run and a summary line
+Output: a table on stdout; one JSON line per policy run (appended as it ends) and a summary line
 appended to bench/results/freshness.jsonl (or ``--results``).
 """
 
@@ -118,6 +118,7 @@ def parse_args() -> argparse.Namespace:
         default=["lagrangian", "adaptive", "uniform"],
     )
     ap.add_argument("--threads", type=int, default=16, help="fetch.threads_per_task")
+    ap.add_argument("--port", type=int, default=0, help="test web port (0: any free one)")
     ap.add_argument("--keep", action="store_true", help="keep the crawl and web folders")
     ap.add_argument("--results", type=Path, default=RESULTS, help="JSONL file to append to")
     return ap.parse_args()
@@ -154,7 +155,8 @@ def base_settings(args: argparse.Namespace) -> list[str]:
         "generate.max_per_domain=100000",
         "generate.fetch_window_s=100000",
         "spark.master=local[2]",
-        "spark.shuffle_partitions=4",
+        "spark.shuffle_partitions=2",
+        "crawl.host_buckets=2",
         "spark.log_level=ERROR",
     ]
 
@@ -466,6 +468,18 @@ def print_table(runs: list[dict[str, Any]], budget: int) -> None:
         print(f"{r['policy']:<12} F/revisits/probes by rate: " + ", ".join(parts))
 
 
+def web_facts(model: WebModel, changes: dict[Page, list[float]]) -> dict[str, Any]:
+    start = (T0 + DAY).timestamp()
+    return {
+        "hosts": len(model.hosts),
+        "ips": len(model.ips),
+        "urls": model.page_count,
+        "tracked_pages": len(changes),
+        "static_pages": sum(not model.change_rate(*p) for p in changes),
+        "changes_in_window": sum(c > start for v in changes.values() for c in v),
+    }
+
+
 def main() -> None:
     args = parse_args()
     model = WebModel.generate(
@@ -479,24 +493,14 @@ def main() -> None:
     )
     pages = tracked_pages(model)
     budget = max(1, round(args.budget * len(pages)))
-    end = T0 + (args.cycles + 1) * DAY
-    changes = change_instants(model, pages, end)
+    changes = change_instants(model, pages, T0 + (args.cycles + 1) * DAY)
     record: dict[str, Any] = {
         "bench": "freshness",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": machine(),
         "params": {k: v for k, v in vars(args).items() if k not in ("keep", "results")},
-        "web": {
-            "hosts": len(model.hosts),
-            "ips": len(model.ips),
-            "urls": model.page_count,
-            "tracked_pages": len(pages),
-            "static_pages": sum(model.change_rate(*p) == 0 for p in pages),
-            "changes_in_window": sum(
-                sum(c > (T0 + DAY).timestamp() for c in v) for v in changes.values()
-            ),
-        },
+        "web": web_facts(model, changes),
         "budget_per_cycle": budget,
         "t0": T0.isoformat(),
     }
@@ -504,11 +508,11 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
-        with TestWeb(model, out / "web") as web:
-            cfg = load_config(None, [*base_settings(args)], environ={})
-            spark = build_spark(cfg)
+        with TestWeb(model, out / "web", port=args.port) as web:
+            spark = build_spark(load_config(None, base_settings(args), environ={}))
             for name in args.policies:
                 runs.append(run_policy(spark, name, args, web, out, budget, changes))
+                append_line(args.results, {**record, "kind": "policy", **runs[-1]})
             spark.stop()
     finally:
         if args.keep:
@@ -517,15 +521,13 @@ def main() -> None:
             shutil.rmtree(out, ignore_errors=True)
     record["wall_s"] = round(time.monotonic() - started, 1)
     record["machine"]["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
-    write_results(args.results, record, runs)
+    append_line(args.results, {**record, "kind": "summary", "policies": summary(runs)})
     print_table(runs, budget)
     print(f"total {record['wall_s']:.0f} s")
 
 
-def write_results(path: Path, record: dict[str, Any], runs: list[dict[str, Any]]) -> None:
-    """One line per policy run, then the summary line (same run id: the date)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    summary = {
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
         r["policy"]: {
             "freshness": round(r["freshness"], 4),
             "mean_fetches": round(r["mean_fetches"], 1),
@@ -535,10 +537,13 @@ def write_results(path: Path, record: dict[str, Any], runs: list[dict[str, Any]]
         }
         for r in runs
     }
+
+
+def append_line(path: Path, line: dict[str, Any]) -> None:
+    """Results are appended as each policy finishes: a run cut short keeps them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
-        for run in runs:
-            fh.write(json.dumps({**record, "kind": "policy", **run}) + "\n")
-        fh.write(json.dumps({**record, "kind": "summary", "policies": summary}) + "\n")
+        fh.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":
