@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_freshness.py [--hosts 100] [--ips 25]
         [--pages-per-host 5 12] [--cycles 20] [--budget 0.1] [--seed 1]
-        [--policies lagrangian adaptive uniform]
+        [--policies lagrangian adaptive uniform] [--workdir DIR]
     smoke check (results kept out of the recorded ones):
     .venv/bin/python bench/bench_freshness.py --hosts 10 --cycles 2 \
         --results /tmp/freshness-smoke.jsonl
@@ -15,12 +15,14 @@ Every URL of the model is injected, so the crawl knows the whole web from
 the start (as ``bench/freshness_sim.py`` assumes) and the comparison is
 about recrawling alone: cycle 0, at ``T0``, fetches everything (404s, 410s
 and robots-denied URLs are then gone for 90 days, 301s wait 90 days, 500s
-are retried for a few cycles); cycles 1..N, one logical day apart, have the
-same budget ``B = budget x pages`` (``generate.top_n``), with politeness
-and the per-host/domain caps loose enough that only ``top_n`` binds. The
-test web is moved to each cycle's logical time (``TestWeb.set_time``) before
-its fetch. All policies run against one server and one Spark session, in
-turn, each in a fresh crawl directory.
+are retried in cycles 1-3); hosts whose robots.txt answers 5xx are blocked
+by a host policy (``block_robots_outages`` says why). Cycles 1..N, one
+logical day apart, have the same budget ``B = budget x pages``
+(``generate.top_n``), with politeness and the per-host/domain caps loose
+enough that only ``top_n`` binds. The test web is moved to each cycle's
+logical time (``TestWeb.set_time``) before its fetch. The policies run in
+turn in one Spark session, each in a fresh crawl folder with its own test
+web (and access log) on one port, so every policy sees the same URLs.
 
 Policies (``--policies``) and what makes them comparable at equal budget:
 
@@ -33,8 +35,9 @@ Policies (``--policies``) and what makes them comparable at equal budget:
   after the full crawl, and the budget idles;
 - ``adaptive``: Nutch's AdaptiveFetchSchedule (x1.4 unchanged, x0.8
   changed, sync_delta) from a starting interval of pages/B days, as the
-  simulator starts it; ``adaptive_1d`` starts from 1 day instead (everything
-  due from cycle 1, so the budget binds at once).
+  simulator starts it (it then idles until that interval has passed);
+  ``adaptive_1d`` starts from 1 day instead (everything due from cycle 1,
+  so the budget binds at once).
 
 Freshness is the share of pages (tracked: 200 and not robots-disallowed)
 whose stored copy is the live version. The stored version after each visit
@@ -44,12 +47,15 @@ until the page's first change after ``t`` (``WebModel.change_times``) or
 the next visit, so the time average over ``[T0 + 1 day, T0 + (N + 1)
 days]`` -- every cycle's fetches count for one day -- is exact. Also
 recorded: freshness sampled just after each cycle's fetches, due URLs and
-page requests per cycle (the equal-budget check), the 304 share of
-revisits, freshness and revisits by true change rate, and the mean absolute
-log-error of crawldb's ``change_rate`` against the true rate (and of the
-prior alone, as the baseline).
+page fetches per cycle (the equal-budget check), the 304 share of
+revisits, freshness, revisits and probes (revisits while every earlier one
+found a change) by true change rate, and the mean absolute log-error of
+crawldb's ``change_rate`` against the true rate (and of the prior alone).
 
-Output: a table on stdout; one JSON line per policy run (appended as it ends) and a summary line
+A run takes tens of minutes; with ``--workdir`` its state is kept there
+(finished cycles, the phase of the one under way, each policy's result) and
+running the same command again resumes it. Output: a table on stdout, and
+once every policy is done one JSON line per policy and a summary line
 appended to bench/results/freshness.jsonl (or ``--results``).
 """
 
@@ -118,8 +124,11 @@ def parse_args() -> argparse.Namespace:
         default=["lagrangian", "adaptive", "uniform"],
     )
     ap.add_argument("--threads", type=int, default=16, help="fetch.threads_per_task")
-    ap.add_argument("--port", type=int, default=0, help="test web port (0: any free one)")
-    ap.add_argument("--keep", action="store_true", help="keep the crawl and web folders")
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the crawls here; re-running with it resumes an interrupted run",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help="JSONL file to append to")
     return ap.parse_args()
 
@@ -196,57 +205,74 @@ def due_count(ctx: StageContext) -> int:
     return due_urls(read_table(ctx.spark, ctx.root, "crawldb"), ctx).count()
 
 
+def fetch_counts(got: dict[str, Any]) -> dict[str, int]:
+    """A fetch job's page outcomes: success, notmodified, and the rest."""
+    pages = {
+        k.removeprefix("fetch/page/"): v for k, v in got.items() if k.startswith("fetch/page/")
+    }
+    ok, same = pages.pop("success", 0), pages.pop("notmodified", 0)
+    return {"success": ok, "notmodified": same, "other": sum(pages.values())}
+
+
+def run_cycle(ctx: StageContext, web: TestWeb, state: Path) -> dict[str, Any]:
+    """generate -> fetch -> updatedb, resuming after the last phase ``state`` records
+    (a re-run generate keeps its segment's picks, updatedb is idempotent)."""
+    row = json.loads(state.read_text()) if state.exists() else {"seconds": 0.0}
+    began = time.monotonic()
+    if "generated" not in row:
+        row["due"] = due_count(ctx)
+        row["generated"] = run_generate(ctx)["urls"]
+        row["generate_s"] = round(time.monotonic() - began, 1)
+        _save(state, row, began)
+    if "success" not in row:
+        web.set_time(ctx.at)
+        fetched = time.monotonic()
+        row.update(fetch_counts(run_fetch(ctx)))
+        row["fetch_s"] = round(time.monotonic() - fetched, 1)
+        _save(state, row, began)
+    run_updatedb(ctx)
+    row["seconds"] = round(row["seconds"] + time.monotonic() - began, 1)
+    return row
+
+
+def _save(state: Path, row: dict[str, Any], began: float) -> None:
+    state.write_text(json.dumps({**row, "seconds": row["seconds"] + time.monotonic() - began}))
+
+
 def crawl_policy(
-    spark: SparkSession, name: str, args: argparse.Namespace, web: TestWeb, out: Path, budget: int
+    spark: SparkSession, name: str, args: argparse.Namespace, web: TestWeb, budget: int
 ) -> dict[str, Any]:
-    """Inject, full crawl at T0, then ``args.cycles`` daily cycles of ``budget``."""
+    """Inject, full crawl at T0, then ``args.cycles`` daily cycles of ``budget``;
+    picks up after the last finished cycle recorded in the policy's folder."""
+    folder = web.out_dir.parent
     tracked = len(tracked_pages(web.model))
     common = [f"dns.hosts_file={web.hosts_file}", *base_settings(args)]
     common += policy_settings(name, budget, tracked)
-    root = str(out / name / "crawl")
-    seeds = out / "seeds.txt"
+    root, seeds = str(folder / "crawl"), folder / "seeds.txt"
     injected = write_seeds(web.model, web.port, seeds)
     full = load_config(None, [*common, f"generate.top_n={injected}"], environ={})
     recrawl = load_config(None, [*common, f"generate.top_n={budget}"], environ={})
-    run_inject(StageContext(spark, full, root, "inject", T0), [str(seeds)])
-    blocked = block_robots_outages(root, web.model)
-    cycles = []
-    for i in range(args.cycles + 1):
+    if not (folder / "blocked.json").exists():
+        run_inject(StageContext(spark, full, root, "inject", T0), [str(seeds)])
+        blocked = block_robots_outages(root, web.model)
+        (folder / "blocked.json").write_text(json.dumps(blocked))
+    done = folder / "cycles.jsonl"
+    rows = [json.loads(line) for line in done.read_text().splitlines()] if done.exists() else []
+    for i in range(len(rows), args.cycles + 1):
         at = T0 + i * DAY
         ctx = StageContext(spark, full if i == 0 else recrawl, root, segment_id(at), at)
-        began = time.monotonic()
-        due = due_count(ctx)
-        web.set_time(at)
-        gen = run_generate(ctx)
-        generated = time.monotonic()
-        got = run_fetch(ctx)
-        fetched = time.monotonic()
-        run_updatedb(ctx)
-        row = {
-            "cycle": i,
-            "due": due,
-            "generated": gen["urls"],
-            "success": got.get("fetch/page/success", 0),
-            "notmodified": got.get("fetch/page/notmodified", 0),
-            "other": sum(
-                v
-                for k, v in got.items()
-                if k.startswith("fetch/page/")
-                and k not in ("fetch/page/success", "fetch/page/notmodified")
-            ),
-            "generate_s": round(generated - began, 1),
-            "fetch_s": round(fetched - generated, 1),
-            "seconds": round(time.monotonic() - began, 1),
-        }
-        cycles.append(row)
-        print(json.dumps({"policy": name, **row}), flush=True)
+        rows.append({"cycle": i, **run_cycle(ctx, web, folder / "cycle.json")})
+        with done.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rows[-1]) + "\n")
+        (folder / "cycle.json").unlink(missing_ok=True)
+        print(json.dumps({"policy": name, **rows[-1]}), flush=True)
     cols = ["url", "change_rate", "change_visits", "fetches", "status"]
     crawldb = [r.asDict() for r in read_table(spark, root, "crawldb").select(*cols).collect()]
     return {
         "settings": common[1:],
         "seeds_injected": injected,
-        "blocked_hosts": blocked,
-        "cycles": cycles,
+        "blocked_hosts": json.loads((folder / "blocked.json").read_text()),
+        "cycles": rows,
         "crawldb": crawldb,
     }
 
@@ -414,51 +440,58 @@ def run_policy(
     spark: SparkSession,
     name: str,
     args: argparse.Namespace,
-    web: TestWeb,
-    out: Path,
+    run: dict[str, Any],
     budget: int,
     changes: dict[Page, list[float]],
 ) -> dict[str, Any]:
-    first = _log_lines(web.access_log)
-    started = time.monotonic()
-    crawl = crawl_policy(spark, name, args, web, out, budget)
-    wall_s = time.monotonic() - started
-    log = _read_log(web.access_log, first)
+    """Crawl (or finish crawling) with one policy, then measure; the result is
+    kept in the policy's folder so a resumed run does not crawl it again."""
+    folder = Path(run["workdir"]) / name
+    result = folder / "result.json"
+    if result.exists():
+        return dict(json.loads(result.read_text()))
+    model = make_model(args)
+    with TestWeb(model, folder / "web", port=run.get("port", 0)) as web:
+        run.setdefault("port", web.port)  # every policy's URLs carry the same port
+        save_run(run)
+        crawl = crawl_policy(spark, name, args, web, budget)
     prior = 1.0 / load_config(None, [], environ={}).schedule.prior_change_interval_s
-    return {
+    out = {
         "policy": name,
         "settings": crawl["settings"],
         "seeds_injected": crawl["seeds_injected"],
         "blocked_hosts": crawl["blocked_hosts"],
-        **freshness(web.model, log, changes, args.cycles),
+        **freshness(model, page_log(web.access_log), changes, args.cycles),
         **budget_check(crawl["cycles"], budget),
-        "rate_error": rate_error(web.model, crawl["crawldb"], prior),
+        "rate_error": rate_error(model, crawl["crawldb"], prior),
         "cycles": crawl["cycles"],
-        "wall_s": round(wall_s, 1),
+        "crawl_s": round(sum(c["seconds"] for c in crawl["cycles"]), 1),
     }
+    result.write_text(json.dumps(out))
+    return out
 
 
-def _log_lines(path: Path) -> int:
-    if not path.exists():
-        return 0
+def page_log(path: Path) -> list[dict[str, Any]]:
+    """The access log's page requests, one per (host, path, logical time): a
+    fetch re-run after an interruption asks again, and the last answer counts."""
+    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
     with path.open(encoding="utf-8") as fh:
-        return sum(1 for _ in fh)
-
-
-def _read_log(path: Path, skip: int) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for i, line in enumerate(fh) if i >= skip and line.strip()]
+        for line in fh:
+            rec = json.loads(line) if line.strip() else None
+            if rec is not None and rec["path"] != "/robots.txt":
+                latest[rec["host"], rec["path"], rec["at"]] = rec
+    return list(latest.values())
 
 
 def print_table(runs: list[dict[str, Any]], budget: int) -> None:
     print(f"\n{'policy':<12} {'F':>6} {'F_last':>6} {'fetch/cyc':>9} {'used':>5} {'idle':>4} "
-          f"{'304':>5} {'rate_err':>8} {'prior_err':>9} {'wall_s':>6}")  # fmt: skip
+          f"{'304':>5} {'rate_err':>8} {'prior_err':>9} {'crawl_s':>7}")  # fmt: skip
     for r in runs:
         err = r["rate_error"]
         print(f"{r['policy']:<12} {r['freshness']:>6.3f} {r['freshness_by_cycle'][-1]:>6.3f} "
               f"{r['mean_fetches']:>9.1f} {r['budget_used']:>5.2f} {r['idle_cycles']:>4} "
               f"{r['share_304'] or 0:>5.2f} {err['mean_abs_log_error'] or 0:>8.2f} "
-              f"{err['prior_mean_abs_log_error'] or 0:>9.2f} {r['wall_s']:>6.0f}")  # fmt: skip
+              f"{err['prior_mean_abs_log_error'] or 0:>9.2f} {r['crawl_s']:>7.0f}")  # fmt: skip
     print(f"budget B = {budget} fetches per cycle")
     for r in runs:
         parts = [
@@ -480,9 +513,9 @@ def web_facts(model: WebModel, changes: dict[Page, list[float]]) -> dict[str, An
     }
 
 
-def main() -> None:
-    args = parse_args()
-    model = WebModel.generate(
+def make_model(args: argparse.Namespace) -> WebModel:
+    """The benchmark's web: fixed pages (no sitemaps), no throttles or extra delays."""
+    return WebModel.generate(
         args.seed,
         hosts=args.hosts,
         ips=min(args.ips, args.hosts),
@@ -491,39 +524,62 @@ def main() -> None:
         throttled=0,
         crawl_delays=0,
     )
+
+
+def load_run(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's state (work folder, test web port, parameters), resumed when
+    ``--workdir`` already holds one with the same parameters."""
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="trawl-bench-freshness-"))
+    params = {k: v for k, v in vars(args).items() if k not in ("workdir", "results", "policies")}
+    state = Path(workdir) / "run.json"
+    if not state.exists():
+        return {"workdir": str(workdir), "params": params, "invocations": 1}
+    run = dict(json.loads(state.read_text()))
+    if run["params"] != params:
+        raise SystemExit(f"{workdir} holds a run with other parameters: {run['params']}")
+    run["invocations"] += 1
+    return run
+
+
+def save_run(run: dict[str, Any]) -> None:
+    Path(run["workdir"]).mkdir(parents=True, exist_ok=True)
+    (Path(run["workdir"]) / "run.json").write_text(json.dumps(run))
+
+
+def main() -> None:
+    args = parse_args()
+    model = make_model(args)
     pages = tracked_pages(model)
     budget = max(1, round(args.budget * len(pages)))
     changes = change_instants(model, pages, T0 + (args.cycles + 1) * DAY)
+    run = load_run(args)
+    save_run(run)
     record: dict[str, Any] = {
         "bench": "freshness",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": machine(),
-        "params": {k: v for k, v in vars(args).items() if k not in ("keep", "results")},
+        "params": {**run["params"], "policies": args.policies},
         "web": web_facts(model, changes),
         "budget_per_cycle": budget,
         "t0": T0.isoformat(),
     }
-    out = Path(tempfile.mkdtemp(prefix="trawl-bench-freshness-"))
-    runs: list[dict[str, Any]] = []
     started = time.monotonic()
+    spark = build_spark(load_config(None, base_settings(args), environ={}))
     try:
-        with TestWeb(model, out / "web", port=args.port) as web:
-            spark = build_spark(load_config(None, base_settings(args), environ={}))
-            for name in args.policies:
-                runs.append(run_policy(spark, name, args, web, out, budget, changes))
-                append_line(args.results, {**record, "kind": "policy", **runs[-1]})
-            spark.stop()
+        runs = [run_policy(spark, name, args, run, budget, changes) for name in args.policies]
     finally:
-        if args.keep:
-            print(f"kept {out}", flush=True)
-        else:
-            shutil.rmtree(out, ignore_errors=True)
-    record["wall_s"] = round(time.monotonic() - started, 1)
+        spark.stop()
+    record["wall_s"] = round(time.monotonic() - started, 1)  # this invocation
+    record["invocations"] = run["invocations"]
     record["machine"]["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+    for line in runs:
+        append_line(args.results, {**record, "kind": "policy", **line})
     append_line(args.results, {**record, "kind": "summary", "policies": summary(runs)})
+    if args.workdir is None:
+        shutil.rmtree(run["workdir"], ignore_errors=True)
     print_table(runs, budget)
-    print(f"total {record['wall_s']:.0f} s")
+    print(f"{record['wall_s']:.0f} s in this invocation ({run['invocations']} in all)")
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -540,7 +596,6 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def append_line(path: Path, line: dict[str, Any]) -> None:
-    """Results are appended as each policy finishes: a run cut short keeps them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")
