@@ -142,6 +142,21 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
+class DedupConfig:
+    method: str = "simhash"
+    max_distance: int = 3
+    simhash_blocks: int = 5
+    shingle_words: int = 3
+    min_words: int = 30
+    minhash_perm: int = 128
+    minhash_bands: int = 32
+    minhash_threshold: float = 0.8
+    hot_key_rows: int = 2_000
+    compare_order: tuple[str, ...] = ("https", "score", "url_length", "fetch_time")
+    score_factor: float = 0.1
+
+
+@dataclass(frozen=True)
 class TestwebConfig:
     seed: int = 1
     hosts: int = 300
@@ -162,6 +177,7 @@ class Config:
     filter: FilterConfig = field(default_factory=FilterConfig)
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -226,6 +242,9 @@ POLITENESS_MODES = ("byHost", "byIP", "both")
 # lagrangian / change_prob: trawl's change-rate model (trawl.changerate);
 # adaptive: Nutch's AdaptiveFetchSchedule; uniform: one interval for all.
 SCHEDULE_POLICIES = ("lagrangian", "change_prob", "adaptive", "uniform")
+DEDUP_METHODS = ("simhash", "minhash")
+# Nutch's dedup -compareOrder, each key a preference for the canonical page.
+DEDUP_ORDER_KEYS = ("https", "score", "url_length", "fetch_time")
 MAX_POLICY_REFRESH_S = 60.0  # a policy block must reach running fetches within a minute
 
 
@@ -262,10 +281,31 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("schedule.due_change_prob must be in [0, 1)")
     if sched.gone_after < 1:
         raise ConfigError("schedule.gone_after must be at least 1")
+    _validate_dedup(cfg.dedup)
     for key in ("fetch.follow_redirects", "politeness.max_failures", "schedule.max_retries"):
         section, name = key.split(".")
         if getattr(getattr(cfg, section), name) < 0:
             raise ConfigError(f"{key} must not be negative")
+
+
+def _validate_dedup(dedup: DedupConfig) -> None:
+    if dedup.method not in DEDUP_METHODS:
+        raise ConfigError(
+            f"dedup.method must be one of {', '.join(DEDUP_METHODS)}, got {dedup.method!r}"
+        )
+    if not 0 <= dedup.max_distance < dedup.simhash_blocks <= 64:
+        # pigeonhole: k differing bits leave simhash_blocks - k blocks intact
+        raise ConfigError("dedup: need 0 <= max_distance < simhash_blocks <= 64")
+    if dedup.minhash_perm % dedup.minhash_bands or dedup.minhash_bands < 1:
+        raise ConfigError("dedup.minhash_bands must divide dedup.minhash_perm")
+    if not 0 < dedup.minhash_threshold <= 1 or dedup.shingle_words < 1:
+        raise ConfigError("dedup: need 0 < minhash_threshold <= 1 and shingle_words >= 1")
+    unknown = set(dedup.compare_order) - set(DEDUP_ORDER_KEYS)
+    if unknown or len(set(dedup.compare_order)) != len(dedup.compare_order):
+        raise ConfigError(
+            f"dedup.compare_order: distinct keys of {', '.join(DEDUP_ORDER_KEYS)}, "
+            f"got {list(dedup.compare_order)}"
+        )
 
 
 def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:
