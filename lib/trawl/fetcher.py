@@ -3,7 +3,9 @@
 A visit fetches the bytes once and does all the per-page work in the same
 task: the raw exchange goes to WARC as it arrives, the page is parsed for
 links, canonical and robots directives, outlinks are resolved against the
-page (and its ``<base href>``) and normalised, the body gets its sha256. The
+page (and its ``<base href>``) and normalised, the body gets its sha256 and
+the main text its near-duplicate fingerprints (``trawl.fingerprint``; the
+MinHash only when ``dedup.method`` is "minhash", as it costs more). The
 result is one row of the segment's ``fetch`` table (``trawl.schemas``).
 
 ``Fetcher`` is built from the config (``Fetcher.from_config``) and is shared
@@ -23,10 +25,12 @@ from typing import Any
 
 from trawl import __version__, urlnorm
 from trawl.config import Config
+from trawl.fingerprint import page_fingerprint
 from trawl.httpclient import FetchError, HttpClient, HttpResponse, user_agent_string
 from trawl.parse import ParsedPage, parse_page
 from trawl.resolver import AddressRefused, Resolver
 from trawl.robots import RobotsRules, rules_for_fetch
+from trawl.simhash import to_signed
 from trawl.sitemaps import parse_sitemap
 from trawl.status import FetchOutcome, outcome_for_http
 from trawl.warc import WarcWriter
@@ -254,6 +258,19 @@ class Fetcher:
             "canonical": self._absolute(base, page.canonical),
             "robots_meta": ",".join(meta) or None,
             "title": page.title[:500] if page.title else None,
+            **self._fingerprint_fields(page),
+        }
+
+    def _fingerprint_fields(self, page: ParsedPage) -> Row:
+        """Near-duplicate fingerprints of an HTML page's main text (none for
+        other media types); the simhash as the int64 a LongType holds."""
+        if not page.is_html:
+            return {"simhash": None, "minhash": None, "text_words": None}
+        fp = page_fingerprint(page.main_text, self.cfg.dedup)
+        return {
+            "simhash": None if fp.simhash is None else to_signed(fp.simhash),
+            "minhash": fp.minhash,
+            "text_words": fp.words,
         }
 
     def _sitemap_links(self, urls: list[str]) -> list[Row]:

@@ -3,7 +3,9 @@
 The fetcher already holds the body bytes in memory, so it parses them there and
 keeps only what later stages need: the raw outlinks with their anchor text and
 ``rel=nofollow`` flag, the ``<base href>``, the canonical link, the robots
-directives, the title and the visible text. Parsing again in updatedb or an
+directives, the title, the visible text and the main text (the visible text
+without the site's template, ``trawl.maintext``, computed on the same tree:
+near-duplicate fingerprints are taken of it). Parsing again in updatedb or an
 indexer would mean shipping bodies around; this module makes one pass instead.
 
 Design choices:
@@ -34,6 +36,8 @@ from typing import Any
 
 import lxml.etree
 import lxml.html
+
+from trawl.maintext import BLOCK_TAGS, INVISIBLE_TAGS, main_text
 
 __all__ = ["MAX_ANCHOR_CHARS", "MAX_TEXT_CHARS", "ParsedPage", "RawLink", "parse_page"]
 
@@ -79,21 +83,6 @@ _URL_NOISE = re.compile(r"[\t\n\r]")  # the WHATWG URL parser removes these anyw
 _LINK_RELS = frozenset({"alternate", "next", "prev", "previous"})
 _LINK_RELS_EXCLUDED = frozenset({"stylesheet", "icon", "shortcut", "apple-touch-icon"})
 
-# Elements whose text is not shown on the page.
-_INVISIBLE = frozenset(
-    {"head", "title", "script", "style", "noscript", "template", "iframe", "object"}
-)
-# Elements that break a line when rendered: text on either side is separated.
-_BLOCK = frozenset(
-    {
-        *("address", "article", "aside", "blockquote", "br", "caption", "dd", "details"),
-        *("dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form"),
-        *("h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol"),
-        *("option", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th"),
-        *("thead", "tr", "ul"),
-    }
-)
-
 # X-Robots-Tag directives that carry a value after a colon, so "name:" before them
 # is not a user-agent prefix (Google's robots meta tag documentation).
 _VALUED_DIRECTIVES = frozenset(
@@ -117,7 +106,9 @@ class ParsedPage:
 
     ``meta_noindex`` / ``meta_nofollow`` / ``meta_noarchive`` combine the page's
     ``<meta name="robots">``, ``<meta name="{agent}">`` and the ``X-Robots-Tag``
-    response headers; the most restrictive directive wins.
+    response headers; the most restrictive directive wins. ``text`` is all the
+    visible text, ``main_text`` the article without navigation, footers, ads and
+    other boilerplate (``trawl.maintext``), its blocks separated by newlines.
     """
 
     base_href: str | None = None
@@ -129,6 +120,7 @@ class ParsedPage:
     title: str | None = None
     text: str = ""
     is_html: bool = False
+    main_text: str = ""
 
 
 @dataclass(slots=True)
@@ -189,6 +181,7 @@ def parse_page(
     if root is None:
         return _page(robots, is_html=True)
     _apply_meta_robots(robots, root, agent)
+    text = _visible_text(root, max_text_chars)
     return ParsedPage(
         base_href=_base_href(root),
         links=_links(root, max_links),
@@ -197,8 +190,9 @@ def parse_page(
         meta_nofollow=robots.nofollow,
         meta_noarchive=robots.noarchive,
         title=_title(root),
-        text=_visible_text(root, max_text_chars),
+        text=text,
         is_html=True,
+        main_text=main_text(root, fallback=text, limit=max_text_chars),
     )
 
 
@@ -432,10 +426,10 @@ def _visible_text(root: Any, limit: int) -> str:
     for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
         tag = element.tag if isinstance(element.tag, str) else ""
         if event == "start":
-            if hidden or tag in _INVISIBLE:
+            if hidden or tag in INVISIBLE_TAGS:
                 hidden += 1
                 continue
-            if tag in _BLOCK:
+            if tag in BLOCK_TAGS:
                 parts.append(" ")
             parts.append(element.text or "")
         else:
@@ -443,7 +437,7 @@ def _visible_text(root: Any, limit: int) -> str:
                 hidden -= 1
                 if hidden:
                     continue  # the tail is still inside the invisible element
-            elif tag in _BLOCK:
+            elif tag in BLOCK_TAGS:
                 parts.append(" ")
             parts.append(element.tail or "")
     return _collapse("".join(parts), limit)

@@ -2,10 +2,10 @@
 
 ``apply_fetch`` takes the URL's crawldb row and this segment's fetch row and
 returns the new crawldb row: status by ``trawl.status.decide`` (the one
-transition table), validators and content hash, counters, the change record
-and the next due time from the schedule policy (``schedule.policy``). It is a
-no-op when the row already carries this segment (``last_segment``), which is
-what makes re-running updatedb for a segment leave crawldb unchanged.
+transition table), validators, content hash and simhash, counters, the change
+record and the next due time from the schedule policy (``schedule.policy``).
+It is a no-op when the row already carries this segment (``last_segment``),
+which is what makes re-running updatedb for a segment leave crawldb unchanged.
 
 Time here is the cycle's logical time ``at`` (``--at``), never the wall
 clock: ``last_fetch_at``, ``content_seen_at`` and ``next_fetch_at`` are all
@@ -131,14 +131,16 @@ def apply_fetch(old: Row, fetch: Row, at: datetime, segment: str, schedule: Sche
 
 
 def _record_content(new: Row, old: Row, fetch: Row) -> bool | None:
-    """Store the new copy's hash and validators; did the content change?
-    (None: there was no copy to compare with.)"""
+    """Store the new copy's hash, simhash and validators; did the content
+    change? (None: there was no copy to compare with.) A 304 does not come
+    here: the stored copy, and so its hash and simhash, stay."""
     digest = fetch.get("content_sha256")
     before = old.get("content_sha256")
     changed = None if not before or not digest else digest != before
     if changed:
         new["changes"] = (old.get("changes") or 0) + 1
     new["content_sha256"] = digest
+    new["simhash"] = fetch.get("simhash")  # None: too little text for one
     new["etag"] = fetch.get("etag")
     new["last_modified"] = fetch.get("last_modified")
     new["redirect_to"] = None
