@@ -30,7 +30,7 @@ def serve_testweb(cfg: Config, out: Path, at: datetime | None = None) -> int:
 
     t = cfg.testweb
     run(t.seed, t.hosts, t.port, out, ips=t.ips, agent=cfg.http.agent_name, n_seeds=DEMO_SEEDS,
-        at=at or EPOCH)  # fmt: skip
+        at=at or EPOCH, dup_families=t.dup_families)  # fmt: skip
     return 0
 
 
@@ -66,7 +66,11 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
         shutil.rmtree(previous, ignore_errors=True)
     t = cfg.testweb
     model = WebModel.generate(
-        t.seed, hosts=t.hosts, ips=min(t.ips, t.hosts), agent=cfg.http.agent_name
+        t.seed,
+        hosts=t.hosts,
+        ips=min(t.ips, t.hosts),
+        agent=cfg.http.agent_name,
+        dup_families=t.dup_families,
     )
     root = str((out / "crawl").absolute())
     with TestWeb(model, out / "testweb", port=t.port, n_seeds=DEMO_SEEDS) as web:

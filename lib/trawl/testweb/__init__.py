@@ -1,10 +1,12 @@
 """trawl.testweb: a deterministic synthetic web on loopback that plays the internet.
 
 ``WebModel.generate(seed)`` draws hosts, pages, links, robots rules,
-sitemaps and how often each page changes; ``TestWeb(model, out_dir)`` serves
-them from one process on 127.0.1.x, as of a logical time (``set_time``), and
-logs every request; ``politeness_audit`` and ``robots_audit`` check a crawl
-against that log and the model's ground truth. Stdlib only, no pyspark.
+sitemaps, how often each page changes and, on request (``dup_families``),
+near-duplicate families of articles with their ground truth;
+``TestWeb(model, out_dir)`` serves them from one process on 127.0.1.x, as of
+a logical time (``set_time``), and logs every request; ``politeness_audit``
+and ``robots_audit`` check a crawl against that log and the model's ground
+truth. Stdlib only, no pyspark.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 from trawl.testweb.audit import PolitenessReport, politeness_audit, robots_audit
 from trawl.testweb.changes import EPOCH, ChangeRates
 from trawl.testweb.model import WebModel
-from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup, SitemapSet
+from trawl.testweb.records import Article, HostInfo, Link, Page, RobotsGroup, SitemapSet
 from trawl.testweb.runner import run
 from trawl.testweb.server import TestWeb
 
 __all__ = [
     "EPOCH",
+    "Article",
     "ChangeRates",
     "HostInfo",
     "Link",

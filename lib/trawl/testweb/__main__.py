@@ -9,6 +9,10 @@ from pathlib import Path
 from trawl.testweb.changes import EPOCH
 from trawl.testweb.runner import run
 
+#: Families served by default: enough pairs to score a deduplication, few
+#: enough pages (some 130 on the default web) not to change a crawl's shape.
+DUP_FAMILIES = 20
+
 
 def logical_time(text: str) -> datetime:
     """An ISO 8601 time ("2026-03-01T00:00:00Z"); one without a zone is UTC."""
@@ -28,9 +32,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--at", type=logical_time, default=EPOCH, help="logical time to serve the web as of"
     )
+    parser.add_argument(
+        "--dup-families",
+        type=int,
+        default=DUP_FAMILIES,
+        help="near-duplicate article families to publish (0: none)",
+    )
     args = parser.parse_args(argv)
     run(
-        args.seed, args.hosts, args.port, args.out_dir, ips=args.ips, n_seeds=args.seeds, at=args.at
+        args.seed,
+        args.hosts,
+        args.port,
+        args.out_dir,
+        ips=args.ips,
+        n_seeds=args.seeds,
+        at=args.at,
+        dup_families=args.dup_families,
     )
 
 

@@ -40,6 +40,10 @@ hosts, seed 3 with 16, seed 5 with 4) publish no sitemaps at all -- the
 crawler follows robots.txt ``Sitemap:`` lines, so they would change what
 those crawls fetch -- and the other pinned webs (seed 3 with 4 hosts, 5 with
 6, 44 with 20) list no hidden page: their pages are those drawn before.
+
+Last come the near-duplicate families (``trawl.testweb.dups``), off unless
+asked for: their own stream adds article pages to some hosts and links to
+them from ordinary pages, after everything above is drawn.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ import random
 from dataclasses import dataclass, replace
 
 from trawl.testweb.changes import DEFAULT_RATES, ChangeRates, draw_rate
+from trawl.testweb.dups import add_families
 from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup, SitemapSet, Throttle
 
 DIRS = ("p", "x", "a/b", "docs", "news/2024")
@@ -333,12 +338,14 @@ def generate_hosts(
     extras: Extras = Extras(),
     sitemaps: float = SITEMAP_SHARE,
     change_rates: ChangeRates | None = DEFAULT_RATES,
+    dup_families: int = 0,
 ) -> tuple[HostInfo, ...]:
     """Draw the whole web; see the module docstring for its shape.
 
     ``sitemaps`` is the share of hosts with a 200 robots.txt that publish
     sitemaps; ``change_rates`` the distribution of page change rates (None:
-    no page ever changes).
+    no page ever changes); ``dup_families`` the number of near-duplicate
+    families (``trawl.testweb.dups``).
     """
     if hosts < 1 or ips < 1 or not 2 <= pages_per_host[0] <= pages_per_host[1]:
         raise ValueError("need hosts >= 1, ips >= 1 and 2 <= min pages <= max pages")
@@ -357,4 +364,4 @@ def generate_hosts(
     finished = [_add_sitemaps(seed, _finish(rng, d), sitemaps) for d in drafts]
     if change_rates is not None:
         finished = [_add_change_rates(seed, h, change_rates) for h in finished]
-    return tuple(finished)
+    return add_families(seed, tuple(finished), dup_families)

@@ -11,7 +11,10 @@ depends on when a request arrives, not on its path, so ``expected_status``
 gives the answer a polite crawler gets. Content is not: a 200 page changes at
 its own rate, and ``version_at`` / ``last_change_at`` say which version the
 web serves at a logical time (``trawl.testweb.changes``); the link graph
-never changes, so ``reachable`` holds at every time. Two pieces of live
+never changes, so ``reachable`` holds at every time. With ``dup_families``
+the web also publishes near-duplicate families (``trawl.testweb.dups``), and
+the model answers which URLs are one article, which are byte-identical and
+which merely look alike, so a deduplication can be scored. Two pieces of live
 state ride along outside equality: the ``RateLimiter`` the server consults
 for throttled hosts, and the ``ChangeHistory`` of change instants drawn so
 far (a cache: the instants follow from the seed).
@@ -19,7 +22,8 @@ far (a cache: the instants follow from the seed).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -40,7 +44,7 @@ from trawl.testweb.generate import (
     generate_hosts,
 )
 from trawl.testweb.limiter import RateLimiter
-from trawl.testweb.records import HostInfo, Page
+from trawl.testweb.records import ARTICLE_ROLES, Article, HostInfo, Page
 
 DEFAULT_AGENT = "trawl"
 
@@ -83,6 +87,7 @@ class WebModel:
         crawl_delays: float = DELAY_SHARE,
         sitemaps: float = SITEMAP_SHARE,
         change_rates: ChangeRates | None = DEFAULT_RATES,
+        dup_families: int = 0,
     ) -> WebModel:
         """Build the web for ``seed``; identical arguments give an identical model.
 
@@ -92,11 +97,13 @@ class WebModel:
         publish sitemaps; ``change_rates`` how often pages change (None: never).
         All four are drawn apart from the rest of the web, so changing them
         leaves hosts, pages and links as they were (but for the pages only
-        sitemaps list).
+        sitemaps list). ``dup_families`` adds that many near-duplicate
+        families with their near-misses (``trawl.testweb.dups``); 0 leaves
+        the web as it was, more only adds article pages and links to them.
         """
         extras = Extras(throttled, crawl_delays)
         drawn = generate_hosts(
-            seed, hosts, ips, pages_per_host, agent, extras, sitemaps, change_rates
+            seed, hosts, ips, pages_per_host, agent, extras, sitemaps, change_rates, dup_families
         )
         return cls(seed, agent, drawn)
 
@@ -262,3 +269,58 @@ class WebModel:
         if info is None or page is None:
             raise KeyError(f"no page {path} on {host}")
         return info.name, page
+
+    # -- near-duplicate families -------------------------------------------
+
+    def _articles(self) -> Iterator[tuple[HostInfo, Page, Article]]:
+        """Every article page with its host, in model order."""
+        for host in self.hosts:
+            for page in host.pages:
+                if page.article is not None:
+                    yield host, page, page.article
+
+    def duplicate_families(self, port: int = 80) -> dict[str, list[str]]:
+        """Family id ("dup-000") -> absolute URLs of every member, the original first.
+
+        Members are the pages that serve the family's article: the original,
+        its syndicated copies, its print version, its session-id URLs and its
+        exact copy, in that order of roles (then in model order). Near-misses
+        are not members (``near_miss_pages``).
+        """
+        members: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for host, page, article in self._articles():
+            if article.family:
+                rank = ARTICLE_ROLES.index(article.role)
+                members[article.family].append((rank, make_url(host.name, page.path, port)))
+        ordered = sorted(members.items())
+        return {f: [url for _, url in sorted(m, key=lambda m: m[0])] for f, m in ordered}
+
+    def exact_copies(self, port: int = 80) -> list[list[str]]:
+        """Groups of family members that serve byte-identical bodies (an original
+        and its copies), each group's original first."""
+        groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for host, page, article in self._articles():
+            if article.family:
+                key = (host.name, article.copy_of or page.path)
+                groups[key].append(make_url(host.name, page.path, port))
+        return [urls for urls in groups.values() if len(urls) > 1]
+
+    def near_miss_pages(self, port: int = 80) -> dict[str, str]:
+        """URL of each near-miss -> the family whose template, topic and title
+        pattern it shares (it duplicates nothing: every pair with it is a negative)."""
+        return {
+            make_url(host.name, page.path, port): article.resembles
+            for host, page, article in self._articles()
+            if article.role == "near-miss"
+        }
+
+    def duplicate_pairs(self, port: int = 80) -> set[tuple[str, str]]:
+        """Every unordered pair of members of one family, as (lesser URL, greater URL):
+        the positives a pairwise duplicate detector should report."""
+        return {
+            (a, b)
+            for urls in self.duplicate_families(port).values()
+            for a in urls
+            for b in urls
+            if a < b
+        }

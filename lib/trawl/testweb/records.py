@@ -9,13 +9,17 @@ host pushes back on a fast crawler; its live state (when the host is free
 again) is the server's, kept in ``trawl.testweb.limiter``. A page's
 ``change_rate`` is all the model keeps of how it changes: the change instants
 follow from it and the seed (``trawl.testweb.changes``). A ``SitemapSet`` says
-which sitemap files a host publishes; their entries follow from its pages.
+which sitemap files a host publishes; their entries follow from its pages. An
+``Article`` marks a page of a near-duplicate family (``trawl.testweb.dups``)
+and says how it is dressed; the model's duplicate ground truth is read off
+these records, so it cannot drift from what is served.
 """
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 
 #: href forms a link can take; the renderer turns (form, target) into text.
@@ -31,6 +35,12 @@ URLSET_PATH = "/sitemap.xml"
 INDEX_PATH = "/sitemap_index.xml"
 #: the children of an index: the first half of the pages, gzipped XML; the rest, text.
 CHILD_PATHS = ("/sitemaps/1.xml.gz", "/sitemaps/2.txt")
+#: roles of an article page: first publication, copy on another host in its
+#: template, print version, session-id URL of the original, byte-identical
+#: copy at another URL, and an unrelated article dressed like a family's.
+ARTICLE_ROLES = ("original", "syndicated", "print", "session", "copy", "near-miss")
+#: what each link of an article page is, so the template can place it.
+ARTICLE_SLOTS = ("nav", "related", "footer", "print", "source", "back")
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,36 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Article:
+    """How a page presents an article of the near-duplicate families.
+
+    ``family`` is the family id ("" for a near-miss, which names the family it
+    imitates in ``resembles``); ``role`` one of ``ARTICLE_ROLES``;
+    ``template`` the host's site template (``trawl.testweb.templates``) and
+    ``topic`` the beat its title names. ``published``, ``comments`` and
+    ``ad`` (an index into the ad blocks, -1 for none) differ between the
+    variants of one article. ``slots`` and ``anchors`` say, for each link of
+    the page in order, where the template puts it and its anchor text.
+    ``session`` is the "name=token" a session-id variant carries; ``copy_of``
+    the path of the page a "copy" repeats byte for byte.
+    """
+
+    family: str
+    role: str
+    template: int
+    topic: str
+    byline: str
+    published: datetime
+    comments: int
+    ad: int
+    slots: tuple[str, ...] = ()
+    anchors: tuple[str, ...] = ()
+    session: str = ""
+    copy_of: str = ""
+    resembles: str = ""
+
+
+@dataclass(frozen=True)
 class Page:
     """One path on a host with its status and (for 200 pages) its content.
 
@@ -64,7 +104,9 @@ class Page:
     (relative links are then spelled relative to it), ``base_absolute`` says
     whether that href carries scheme and host; ``redirect_to`` is the same-host
     target of a 301; ``change_rate`` the mean number of changes per day of a
-    200 page (0.0: it never changes).
+    200 page (0.0: it never changes); ``article`` is set on the pages of the
+    near-duplicate families (their ``text`` is the article, one paragraph a
+    line, and their ``title`` its headline).
     """
 
     path: str
@@ -76,6 +118,7 @@ class Page:
     base_absolute: bool = True
     redirect_to: str | None = None
     change_rate: float = 0.0
+    article: Article | None = None
 
     @property
     def directory(self) -> str:

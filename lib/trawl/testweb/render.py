@@ -32,6 +32,7 @@ from trawl.testweb.generate import VOCAB
 from trawl.testweb.model import WebModel, make_url
 from trawl.testweb.records import HostInfo, Link, Page
 from trawl.testweb.sitemap_files import sitemap_file
+from trawl.testweb.templates import article_html
 from trawl.testweb.validators import http_date, not_modified, strong_etag
 
 HTML_TYPE = "text/html; charset=utf-8"
@@ -102,8 +103,13 @@ def revision_text(seed: int, host: str, path: str, version: int) -> str:
 def page_html(host: HostInfo, page: Page, port: int, revision: str = "") -> str:
     """A small, valid HTML document with a title, some words and the page's links.
 
-    ``revision`` (empty for version 0) is a paragraph after the words.
+    ``revision`` (empty for version 0) is a paragraph after the words. A
+    page of a near-duplicate family is dressed in its site template instead
+    (``trawl.testweb.templates``).
     """
+    if page.article is not None:
+        hrefs = [href(link, page, port) for link in page.links]
+        return article_html(page, page.article, hrefs, revision)
     esc = html.escape
     head = [f"<meta charset='utf-8'><title>{esc(page.title)}</title>"]
     if page.base is not None:

@@ -34,21 +34,26 @@ def run(
     out: TextIO | None = None,
     stop: threading.Event | None = None,
     at: datetime = EPOCH,
+    dup_families: int = 0,
 ) -> None:
     """Generate the web for ``seed``, serve it on ``port`` (0: any) until signalled.
 
     ``stop`` lets a caller (or a test) end the run without a signal; signal
     handlers are only installed when called from the main thread. ``at`` is
-    the logical time the web answers as of.
+    the logical time the web answers as of; ``dup_families`` the number of
+    near-duplicate families the web publishes (``trawl.testweb.dups``).
     """
-    model = WebModel.generate(seed, hosts=hosts, ips=min(ips, hosts), agent=agent)
+    model = WebModel.generate(
+        seed, hosts=hosts, ips=min(ips, hosts), agent=agent, dup_families=dup_families
+    )
     stop = stop or threading.Event()
     previous = _install_handlers(stop)
     try:
         with TestWeb(model, Path(out_dir), port=port, n_seeds=n_seeds, at=at) as web:
             lines = [
                 f"testweb seed={seed}: {len(model.hosts)} hosts, {model.page_count} pages"
-                f" on {len(model.ips)} IPs, port {web.port}, as of {web.time.isoformat()}",
+                f" on {len(model.ips)} IPs, port {web.port}, as of {web.time.isoformat()}"
+                + (f", {dup_families} near-duplicate families" if dup_families else ""),
                 f"hosts file: {web.hosts_file}",
                 f"seeds file: {web.seeds_file}",
                 f"access log: {web.access_log}",
