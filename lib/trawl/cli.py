@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _job(sub, "fetch", "fetch a generated segment (default: the newest)")
     p.add_argument("--time-limit", type=float, help="seconds (default fetch.time_limit_s)")
     _job(sub, "updatedb", "merge a fetched segment (default: the newest)")
-    p = _job(sub, "cycle", "generate -> fetch -> updatedb, N times, one session")
+    _job(sub, "dedup", "mark exact and near-duplicate pages of an updated segment (the newest)")
+    p = _job(sub, "cycle", "generate -> fetch -> updatedb -> dedup, N times, one session")
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--seeds", nargs="*", default=[], help="inject these seed files first")
     p.add_argument("--sitemaps", nargs="*", default=[], help="and these files of sitemap URLs")
@@ -194,7 +195,14 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     root = str(Path(args.crawl).absolute()) if "://" not in args.crawl else args.crawl
     if args.command in ("stats", "sql"):
         return _query(spark, root, args)
-    from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
+    from trawl.runner import (
+        run_dedup,
+        run_fetch,
+        run_generate,
+        run_inject,
+        run_updatedb,
+        segment_id,
+    )
     from trawl.stages.common import StageContext
 
     at = args.at or datetime.now(UTC)
@@ -208,7 +216,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         emit(rows, args.json, "cycles")
         return 0
     segment = args.segment
-    if not segment and args.command in ("fetch", "updatedb"):
+    if not segment and args.command in ("fetch", "updatedb", "dedup"):
         from trawl.tables import list_segments
 
         known = list_segments(spark, root)
@@ -224,6 +232,8 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         result = run_generate(ctx)
     elif args.command == "fetch":
         result = run_fetch(ctx, args.time_limit)
+    elif args.command == "dedup":
+        result = run_dedup(ctx)
     else:
         result = run_updatedb(ctx)
     emit([result], args.json, args.command)

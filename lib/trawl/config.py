@@ -162,6 +162,7 @@ class TestwebConfig:
     hosts: int = 300
     ips: int = 60
     port: int = 0
+    dup_families: int = 20
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from trawl.stages.common import StageContext
+from trawl.stages.dedup import dedup
 from trawl.stages.fetch import fetch
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
@@ -117,10 +118,20 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
     }
 
 
+def run_dedup(ctx: StageContext) -> dict[str, Any]:
+    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
+        raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
+    ensure_all(ctx.spark, ctx.root)
+    report = dedup(ctx)
+    write_counters(ctx.spark, ctx.root, ctx.segment, "dedup", report.counters())
+    return {"segment": ctx.segment, **{k: v for k, v in report.counters()}}
+
+
 def run_cycles(
     first: StageContext, cycles: int, step: timedelta, time_limit_s: float | None = None
 ) -> list[dict[str, Any]]:
-    """generate -> fetch -> updatedb, ``cycles`` times, with progress on stderr.
+    """generate -> fetch -> updatedb -> dedup, ``cycles`` times, with progress
+    on stderr.
 
     Cycle i runs at logical time ``first.at + i * step``, in the segment named
     after that time. Stops early when generate finds nothing due.
@@ -138,13 +149,19 @@ def run_cycles(
         got = run_fetch(ctx, time_limit_s)
         say(f"  fetch: {got.get('fetch/page/success', 0)} pages fetched")
         upd = run_updatedb(ctx)
+        say(f"  updatedb: {upd['new_urls']} new URLs")
+        dup = run_dedup(ctx)
         elapsed = time.monotonic() - started
-        say(f"  updatedb: {upd['new_urls']} new URLs ({elapsed:.0f} s for the cycle)")
+        say(
+            f"  dedup: {dup['dedup/duplicates/marked']} pages marked duplicate, "
+            f"{dup['dedup/links/unfollowed']} links unfollowed ({elapsed:.0f} s for the cycle)"
+        )
         rows.append({
             "cycle": i + 1, "segment": ctx.segment, "generated": gen["urls"],
             "fetched_ok": got.get("fetch/page/success", 0),
             "robots_denied": got.get("fetch/page/robots_denied", 0),
             "not_reached": got.get("fetch/page/not_reached", 0),
-            "new_urls": upd["new_urls"], "seconds": round(elapsed, 1),
+            "new_urls": upd["new_urls"] - dup["dedup/links/unfollowed"],
+            "duplicates": dup["dedup/duplicates/marked"], "seconds": round(elapsed, 1),
         })  # fmt: skip
     return rows

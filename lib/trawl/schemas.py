@@ -156,6 +156,11 @@ FETCH_SCHEMA = _schema(
     ("warc_offset", LongType()),
     ("warc_length", LongType()),
     ("content_sha256", StringType()),
+    # Near-duplicate fingerprints of the main text (trawl.fingerprint); null
+    # below dedup.min_words words. simhash is the signed form of the 64 bits.
+    ("simhash", LongType()),
+    ("minhash", ArrayType(LongType())),  # dedup.method = "minhash" only
+    ("text_words", IntegerType()),  # words of the main text (HTML pages only)
     ("changed", BooleanType()),  # content differs from the previous visit's (None: no previous)
     ("etag", StringType()),
     ("last_modified", StringType()),
@@ -189,4 +194,32 @@ COUNTERS_SCHEMA = _schema(
     ("job", StringType()),
     ("name", StringType()),
     ("value", LongType()),
+)
+
+# One row per distinct content (body sha256) the crawl has stored: where it
+# was first seen and its near-duplicate fingerprints (trawl dedup keeps it).
+CONTENT_SCHEMA = _schema(
+    ("content_sha256", StringType()),
+    ("node", StringType()),  # its near-duplicate graph node (trawl.neardup.node_id)
+    ("simhash", LongType()),
+    ("minhash", ArrayType(LongType())),
+    ("text_words", IntegerType()),
+    ("url", StringType()),  # the first URL it was fetched from
+    ("host", StringType()),
+    ("first_seen_at", TimestampType()),
+    ("first_segment", StringType()),
+    ("warc_file", StringType()),
+    ("warc_offset", LongType()),
+    ("warc_length", LongType()),
+)
+
+# Near-duplicate pairs of graph nodes (a < b) found by dedup, in the segment
+# that found them; the clusters are the connected components of these pairs.
+NEARDUP_SCHEMA = _schema(
+    ("a", StringType()),
+    ("b", StringType()),
+    ("method", StringType()),  # simhash | minhash
+    ("distance", IntegerType()),  # simhash: Hamming distance
+    ("similarity", DoubleType()),  # minhash: estimated Jaccard similarity
+    ("segment", StringType()),
 )

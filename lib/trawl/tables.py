@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trawl.schemas import (
+    CONTENT_SCHEMA,
     COUNTERS_SCHEMA,
     CRAWLDB_SCHEMA,
     FETCH_SCHEMA,
     FETCHLIST_SCHEMA,
     HOSTDB_SCHEMA,
+    NEARDUP_SCHEMA,
     POLICY_SCHEMA,
 )
 
@@ -33,6 +35,8 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     "hostdb": (HOSTDB_SCHEMA, ("host_bucket",)),
     "policy": (POLICY_SCHEMA, ()),
     "counters": (COUNTERS_SCHEMA, ()),
+    "content": (CONTENT_SCHEMA, ()),
+    "neardup": (NEARDUP_SCHEMA, ()),
 }
 SEGMENT_TABLES: dict[str, StructType] = {
     "fetchlist": FETCHLIST_SCHEMA,
@@ -138,13 +142,16 @@ def write_counters(
     check_segment_id(segment)
     rows = [(segment, job, name, int(value)) for name, value in counters]
     df = spark.createDataFrame(rows, COUNTERS_SCHEMA)
-    path = ensure_table(spark, root, "counters")
-    (
-        df.write.format("delta")
-        .mode("overwrite")
-        .option("replaceWhere", f"segment = '{segment}' AND job = '{job}'")
-        .save(path)
-    )
+    replace_rows(df, root, "counters", f"segment = '{segment}' AND job = '{job}'")
+
+
+def replace_rows(df: DataFrame, root: str, name: str, where: str) -> None:
+    """Replace the rows of table ``name`` matching ``where`` by ``df`` (one
+    commit): a re-run of the job that wrote them replaces, never appends."""
+    schema, _ = TABLES[name]
+    path = ensure_table(df.sparkSession, root, name)
+    ordered = df.select(*[f.name for f in schema.fields])
+    ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
 
 
 SEGMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

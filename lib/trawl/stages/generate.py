@@ -33,7 +33,6 @@ from trawl.packing import assign_tasks
 from trawl.resolver import AddressRefused, Resolver
 from trawl.schemas import FETCHLIST_SCHEMA
 from trawl.stages.common import StageContext, map_records
-from trawl.status import CrawlStatus
 from trawl.tables import delta_table, read_table
 
 # What the fetch task needs to know of a host from hostdb: its politeness
@@ -72,8 +71,7 @@ def due_urls(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
         | lock_expired
     )
     due = F.col("next_fetch_at").isNull() | (F.col("next_fetch_at") <= at)
-    fetchable = F.col("status") != CrawlStatus.DUPLICATE.value
-    return crawldb.filter(unlocked & due & fetchable)
+    return crawldb.filter(unlocked & due)
 
 
 ADDRESS_SCHEMA = StructType(

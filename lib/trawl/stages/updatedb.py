@@ -171,17 +171,19 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     fetch = read_segment_table(spark, root, ctx.segment, "fetch").cache()
     pages = fetch.filter(F.col("kind") == "page")
     report = UpdateReport(fetched_rows=pages.count())
+    page_buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
+    crawldb = read_table(spark, root, "crawldb")
+    sources = link_sources(fetch, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"))
 
-    candidates = admitted_links(discovered_links(fetch), ctx).cache()
+    candidates = admitted_links(discovered_links(sources), ctx).cache()
     for row in (
         candidates.filter(F.col("rejected").isNotNull()).groupBy("rejected").count().collect()
     ):
         report.rejected[row["rejected"]] = row["count"]
     admitted = candidates.filter(F.col("rejected").isNull()).select(*CRAWLDB_COLS)
 
-    buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
-    buckets |= {r[0] for r in admitted.select("host_bucket").distinct().collect()}
-    touched = read_table(spark, root, "crawldb").filter(f"host_bucket IN {sql_in(buckets)}")
+    buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
+    touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
     key = ["host_bucket", "url_fp", "url"]
     new = admitted.join(touched.select(*key), key, "left_anti").withColumn("_op", F.lit("insert"))
     known = touched.withColumn("_op", F.lit("update"))
@@ -200,6 +202,15 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     for frame in (fetch, candidates, changes, hosts):
         frame.unpersist()
     return report
+
+
+def link_sources(fetch: DataFrame, crawldb: DataFrame) -> DataFrame:
+    """The fetch rows whose links are followed: all but pages dedup already
+    marked duplicate (``duplicate_of``) that were fetched unchanged."""
+    key = ["host_bucket", "url_fp", "url"]
+    duplicates = crawldb.filter(F.col("duplicate_of").isNotNull()).select(*key)
+    unchanged = fetch.filter(F.col("changed") == F.lit(False)).join(duplicates, key, "left_semi")
+    return fetch.join(unchanged.select(*key), key, "left_anti")
 
 
 def sitemap_hints(admitted: DataFrame, crawldb: DataFrame, pages: DataFrame) -> DataFrame:

@@ -1,0 +1,425 @@
+"""dedup: exact copies and near-duplicates of a segment's pages, incrementally.
+
+Runs after updatedb for a segment (``trawl dedup --segment S``):
+
+1. **Contents.** The segment's successful page fetches with a body give
+   (sha256, simhash or MinHash, WARC reference). Contents not yet in the
+   ``content`` table are *new*; they are MERGEd into it (first URL, first
+   segment, WARC reference).
+2. **Pairs.** New fingerprints are joined against themselves and against the
+   stored ones only -- never the whole store against itself -- on the keys of
+   ``trawl.neardup`` (permuted blocks for simhash, LSH bands for MinHash), and
+   the candidates checked exactly (popcount of the XOR <= ``max_distance``;
+   estimated Jaccard >= ``minhash_threshold``). When the new side is small it
+   is broadcast and the store is only scanned. When both sides are large the
+   join is a shuffle, and a key shared by more than ``hot_key_rows`` rows
+   (a template, an empty page) is *salted*: its rows on one side are spread
+   over ``n / hot_key_rows`` sub-keys and the other side's rows copied to
+   each, so one task never holds the whole key and no pair is lost. The pairs
+   are written to the ``neardup`` table under the segment.
+3. **Clusters** are the connected components of all pairs so far (min-label
+   propagation; the pair graph is small next to the content table). Only the
+   clusters the segment touched are revisited: those of its pages, and those
+   whose canonical page it fetched.
+4. **Marking.** Each touched cluster's canonical page is chosen by
+   ``dedup.compare_order`` (``trawl.neardup.canonical_key``); the others get
+   status ``duplicate`` and ``duplicate_of``, and their score is multiplied by
+   ``score_factor`` (recrawls of duplicates lose priority); a page no longer
+   in a cluster is restored. One MERGE into crawldb. URLs that only newly
+   marked duplicates linked to in this segment are taken out of crawldb
+   again (their outlinks are not followed), and updatedb skips the outlinks
+   of a known duplicate refetched unchanged.
+
+Re-running dedup for a segment gives the same tables: a content first seen in
+this segment still counts as new for it, the segment's pairs are replaced, and
+marking the same cluster twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+
+from trawl.config import DedupConfig
+from trawl.neardup import canonical_key, key_masks, marking
+from trawl.stages.common import StageContext, map_records
+from trawl.stages.updatedb import admitted_links, discovered_links
+from trawl.status import HAS_CONTENT, CrawlStatus
+from trawl.tables import delta_table, read_segment_table, read_table, replace_rows
+
+# New fingerprints up to this many are broadcast to a scan of the store; more
+# (a first big batch, the benchmark) go through the salted shuffle join.
+BROADCAST_NEW_ROWS = 100_000
+MAX_LABEL_ROUNDS = 50
+# The fetch columns a content keeps from its first fetch, earliest first.
+FIRST_FETCH = ("fetched_at", "url", "host", "simhash", "minhash", "text_words",
+               "warc_file", "warc_offset", "warc_length")  # fmt: skip
+KEY = ["host_bucket", "url_fp", "url"]
+MARK_SCHEMA = StructType(
+    [
+        StructField("url", StringType(), True),
+        StructField("status", StringType(), True),
+        StructField("duplicate_of", StringType(), True),
+        StructField("score", DoubleType(), True),
+    ]
+)
+
+
+@dataclass
+class DedupReport:
+    contents: int = 0
+    new_contents: int = 0
+    new_pairs: int = 0
+    label_rounds: int = 0
+    clusters: int = 0
+    marked: int = 0
+    restored: int = 0
+    unfollowed: int = 0
+
+    def counters(self) -> list[tuple[str, int]]:
+        return [
+            ("dedup/contents", self.contents),
+            ("dedup/contents/new", self.new_contents),
+            ("dedup/pairs/new", self.new_pairs),
+            ("dedup/label_rounds", self.label_rounds),
+            ("dedup/clusters/touched", self.clusters),
+            ("dedup/duplicates/marked", self.marked),
+            ("dedup/duplicates/restored", self.restored),
+            ("dedup/links/unfollowed", self.unfollowed),
+        ]
+
+
+def node_column(method: str, simhash: str = "simhash", sha: str = "content_sha256") -> Column:
+    """``trawl.neardup.node_id`` as a Spark expression."""
+    by_content = F.concat(F.lit("c:"), F.col(sha))
+    if method != "simhash":
+        return by_content
+    by_simhash = F.concat(F.lit("s:"), F.col(simhash).cast("string"))
+    return F.when(F.col(simhash).isNotNull(), by_simhash).otherwise(by_content)
+
+
+def segment_contents(fetch: DataFrame, ctx: StageContext) -> DataFrame:
+    """One row per distinct content the segment fetched (CONTENT_SCHEMA)."""
+    method = ctx.cfg.dedup.method
+    pages = fetch.filter(
+        (F.col("kind") == "page")
+        & (F.col("outcome") == "success")
+        & F.col("content_sha256").isNotNull()
+        & ~F.coalesce(F.col("is_sitemap"), F.lit(False))
+    )
+    first = F.struct(*FIRST_FETCH)
+    return (
+        pages.groupBy("content_sha256")
+        .agg(F.min(first).alias("f"))
+        .select(
+            "content_sha256",
+            node_column(method, "f.simhash").alias("node"),
+            *[f"f.{c}" for c in FIRST_FETCH[1:]],
+            F.lit(ctx.at).cast("timestamp").alias("first_seen_at"),
+            F.lit(ctx.segment).alias("first_segment"),
+        )
+    )
+
+
+# --- candidate keys and the join ------------------------------------------------
+
+
+def simhash_keys(nodes: DataFrame, dedup: DedupConfig) -> DataFrame:
+    """(t, k, node, simhash): one row per table of ``trawl.neardup.key_masks``."""
+    masks = key_masks(dedup.simhash_blocks, dedup.max_distance)
+    keyed = F.array(*[
+        F.struct(F.lit(t).alias("t"), F.col("simhash").bitwiseAND(F.lit(m)).alias("k"))
+        for t, m in enumerate(masks)
+    ])  # fmt: skip
+    return (
+        nodes.filter(F.col("simhash").isNotNull())
+        .select(F.explode(keyed).alias("key"), "node", "simhash")
+        .select("key.t", "key.k", "node", "simhash")
+    )
+
+
+def minhash_keys(nodes: DataFrame, dedup: DedupConfig) -> DataFrame:
+    """(t, k, node, minhash): one row per LSH band (a hash of the band's values)."""
+    rows = dedup.minhash_perm // dedup.minhash_bands
+    keyed = F.array(*[
+        F.struct(F.lit(t).alias("t"),
+                 F.xxhash64(F.slice("minhash", t * rows + 1, rows)).alias("k"))
+        for t in range(dedup.minhash_bands)
+    ])  # fmt: skip
+    return (
+        nodes.filter(F.size("minhash") == dedup.minhash_perm)
+        .select(F.explode(keyed).alias("key"), "node", "minhash")
+        .select("key.t", "key.k", "node", "minhash")
+    )
+
+
+def _side(keys: DataFrame, prefix: str) -> DataFrame:
+    return keys.select("t", "k", *[F.col(c).alias(prefix + c) for c in keys.columns[2:]])
+
+
+def salted_join(left: DataFrame, right: DataFrame, hot_key_rows: int) -> DataFrame:
+    """Equi-join of key rows on (t, k), hot keys split over salts: a key with n
+    rows on the right is spread over ceil(n / hot_key_rows) salts there and
+    its left rows are copied to every salt, so each pair meets exactly once."""
+    hot = (
+        right.groupBy("t", "k")
+        .agg(F.count("*").alias("n"))
+        .filter(F.col("n") > hot_key_rows)
+        .select("t", "k", F.ceil(F.col("n") / hot_key_rows).cast("int").alias("salts"))
+    )
+    salts = F.coalesce(F.col("salts"), F.lit(1))
+    r = right.join(F.broadcast(hot), ["t", "k"], "left").withColumn(
+        "salt", F.pmod(F.xxhash64("b_node"), salts)
+    )
+    fan_out = F.explode(F.sequence(F.lit(0).cast("long"), (salts - 1).cast("long")))
+    lft = left.join(F.broadcast(hot), ["t", "k"], "left").withColumn("salt", fan_out)
+    return lft.drop("salts").join(r.drop("salts"), ["t", "k", "salt"])
+
+
+def _verified(candidates: DataFrame, dedup: DedupConfig) -> DataFrame:
+    """Candidates checked exactly: (a, b, method, distance, similarity), a < b."""
+    if dedup.method == "simhash":
+        distance = F.bit_count(F.col("a_simhash").bitwiseXOR(F.col("b_simhash")))
+        checked = candidates.withColumn("distance", distance.cast("int")).filter(
+            F.col("distance") <= dedup.max_distance
+        )
+        checked = checked.withColumn("similarity", F.lit(None).cast("double"))
+    else:
+        same = F.zip_with("a_minhash", "b_minhash", lambda x, y: (x == y).cast("int"))
+        similarity = F.aggregate(same, F.lit(0), lambda acc, x: acc + x) / F.size("a_minhash")
+        checked = candidates.withColumn("similarity", similarity).filter(
+            F.col("similarity") >= dedup.minhash_threshold
+        )
+        checked = checked.withColumn("distance", F.lit(None).cast("int"))
+    return checked.select(
+        F.least("a_node", "b_node").alias("a"),
+        F.greatest("a_node", "b_node").alias("b"),
+        F.lit(dedup.method).alias("method"),
+        "distance",
+        "similarity",
+    ).filter(F.col("a") != F.col("b"))
+
+
+def near_pairs(new: DataFrame, stored: DataFrame | None, dedup: DedupConfig) -> DataFrame:
+    """Pairs of distinct nodes within the threshold with at least one node in
+    ``new``. Both frames have ``node`` and ``simhash`` / ``minhash``; ``new``
+    has one row per node, ``stored`` holds no node of ``new``'s contents."""
+    keys: Callable[[DataFrame, DedupConfig], DataFrame]
+    keys = simhash_keys if dedup.method == "simhash" else minhash_keys
+    new_keys = keys(new, dedup)
+    within = salted_join(_side(new_keys, "a_"), _side(new_keys, "b_"), dedup.hot_key_rows)
+    pairs = _verified(within.filter(F.col("a_node") < F.col("b_node")), dedup)
+    if stored is not None:
+        a, b = _side(new_keys, "a_"), _side(keys(stored, dedup), "b_")
+        if new.count() <= BROADCAST_NEW_ROWS:
+            across = b.join(F.broadcast(a), ["t", "k"])
+        else:
+            across = salted_join(a, b, dedup.hot_key_rows)
+        pairs = pairs.unionByName(_verified(across, dedup))
+    return pairs.dropDuplicates(["a", "b"])
+
+
+# --- clusters ---------------------------------------------------------------------
+
+
+def components(pairs: DataFrame) -> tuple[DataFrame, int]:
+    """(node, label) for every node in a pair, label = the smallest node of its
+    connected component (min-label propagation), and the rounds it took."""
+    if pairs.isEmpty():
+        return pairs.select(F.col("a").alias("node"), F.col("a").alias("label")), 0
+    edges = pairs.select(F.col("a").alias("node"), F.col("b").alias("nb")).unionByName(
+        pairs.select(F.col("b").alias("node"), F.col("a").alias("nb"))
+    )
+    edges = edges.localCheckpoint()
+    labels = edges.groupBy("node").agg(F.least(F.first("node"), F.min("nb")).alias("label"))
+    labels = labels.localCheckpoint()
+    for rounds in range(1, MAX_LABEL_ROUNDS + 1):
+        seen = labels.select(F.col("node").alias("nb"), F.col("label").alias("nl"))
+        best = edges.join(seen, "nb").groupBy("node").agg(F.min("nl").alias("nl"))
+        moved = (F.col("nl") < F.col("label")).alias("moved")
+        step = (
+            labels.join(best, "node")
+            .select("node", F.least("label", "nl").alias("label"), moved)
+            .localCheckpoint()
+        )
+        labels = step.select("node", "label")
+        if step.filter("moved").isEmpty():
+            return labels, rounds
+    raise RuntimeError(f"dedup: clusters not settled after {MAX_LABEL_ROUNDS} rounds")
+
+
+def content_pages(crawldb: DataFrame, method: str) -> DataFrame:
+    """crawldb rows that hold content, with their graph node."""
+    statuses = [s.value for s in HAS_CONTENT]
+    return crawldb.filter(
+        F.col("status").isin(statuses) & F.col("content_sha256").isNotNull()
+    ).withColumn("node", node_column(method))
+
+
+def touched_labels(
+    pages: DataFrame, labels: DataFrame, fetched: DataFrame, new_pairs: DataFrame
+) -> DataFrame:
+    """Labels of the clusters this segment touched: those of the pages it
+    fetched, of pages that named one of them as canonical, and of new pairs."""
+    urls = fetched.select("url").distinct()
+    mine = pages.join(urls, "url", "left_semi")
+    named = pages.join(urls.withColumnRenamed("url", "duplicate_of"), "duplicate_of", "left_semi")
+    nodes = (
+        mine.select("node")
+        .unionByName(named.select("node"))
+        .unionByName(new_pairs.select(F.col("a").alias("node")))
+    )
+    with_label = nodes.distinct().join(labels, "node", "left")
+    return with_label.select(F.coalesce("label", "node").alias("label")).distinct()
+
+
+def markings(clusters: DataFrame, dedup: DedupConfig) -> DataFrame:
+    """crawldb changes (url, status, duplicate_of, score) of touched clusters."""
+    order, factor = dedup.compare_order, dedup.score_factor
+
+    def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            members = sorted(row["pages"], key=lambda p: canonical_key(p, order))
+            canonical = members[0]["url"] if len(members) > 1 else None
+            for page in members:
+                change = marking(page, None if page["url"] == canonical else canonical, factor)
+                if change is not None:
+                    yield {"url": page["url"], **change}
+
+    return map_records(clusters, fn, MARK_SCHEMA)
+
+
+def cluster_rows(pages: DataFrame, labels: DataFrame, touched: DataFrame) -> DataFrame:
+    fetch_time = F.coalesce("modified_at", "last_fetch_at").alias("fetch_time")
+    member = F.struct("url", "score", fetch_time, "status", "duplicate_of")
+    labelled = pages.join(labels, "node", "left").withColumn("label", F.coalesce("label", "node"))
+    return (
+        labelled.join(F.broadcast(touched), "label", "left_semi")
+        .groupBy("label")
+        .agg(F.collect_list(member).alias("pages"))
+    )
+
+
+# --- the job ----------------------------------------------------------------------
+
+
+def dedup(ctx: StageContext) -> DedupReport:
+    spark, root, cfg = ctx.spark, ctx.root, ctx.cfg.dedup
+    report = DedupReport()
+    fetch = read_segment_table(spark, root, ctx.segment, "fetch").cache()
+    earlier = read_table(spark, root, "content").filter(F.col("first_segment") != ctx.segment)
+    seen = earlier.select("content_sha256", F.lit(False).alias("is_new"))
+    seg = segment_contents(fetch, ctx).join(seen, "content_sha256", "left")
+    seg = seg.withColumn("is_new", F.coalesce("is_new", F.lit(True))).cache()
+    totals = seg.agg(F.count("*"), F.sum(F.col("is_new").cast("int"))).first()
+    assert totals is not None
+    report.contents, report.new_contents = totals[0], totals[1] or 0
+    new = seg.filter("is_new").drop("is_new")
+
+    pairs = near_pairs(new.dropDuplicates(["node"]), earlier, cfg).cache()
+    report.new_pairs = pairs.count()
+    replace_rows(pairs.withColumn("segment", F.lit(ctx.segment)), root, "neardup",
+                 f"segment = '{ctx.segment}'")  # fmt: skip
+    if report.new_contents:
+        merge_content(new, ctx)
+
+    labels, report.label_rounds = components(read_table(spark, root, "neardup"))
+    pages = content_pages(read_table(spark, root, "crawldb"), cfg.method).cache()
+    touched = touched_labels(pages, labels, fetch.filter("kind = 'page'"), pairs)
+    clusters = cluster_rows(pages, labels, touched).cache()
+    marks = markings(clusters, cfg).join(pages.select(*KEY), "url").cache()
+    for row in marks.groupBy("status").count().collect():
+        if row["status"] == CrawlStatus.DUPLICATE.value:
+            report.marked = row["count"]
+        else:
+            report.restored += row["count"]
+    report.clusters = clusters.filter(F.size("pages") > 1).count()
+    if report.marked or report.restored:
+        merge_marks(marks, ctx)
+    report.unfollowed = unfollow_links(fetch, ctx)
+    for frame in (fetch, seg, pairs, pages, clusters, marks):
+        frame.unpersist()
+    return report
+
+
+def merge_content(new: DataFrame, ctx: StageContext) -> None:
+    cols = {c: f"s.{c}" for c in new.columns}
+    (
+        delta_table(ctx.spark, ctx.root, "content")
+        .alias("t")
+        .merge(new.alias("s"), "t.content_sha256 = s.content_sha256")
+        .whenNotMatchedInsert(values=cols)  # type: ignore[arg-type]
+        .execute()
+    )
+
+
+def merge_marks(marks: DataFrame, ctx: StageContext) -> None:
+    cols = {c: f"s.{c}" for c in ("status", "duplicate_of", "score")}
+    (
+        delta_table(ctx.spark, ctx.root, "crawldb")
+        .alias("t")
+        .merge(
+            marks.alias("s"),
+            "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
+        )
+        .whenMatchedUpdate(set=cols)  # type: ignore[arg-type]
+        .execute()
+    )
+
+
+def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
+    """Take out of crawldb the URLs that this segment's updatedb added only
+    because a page now a duplicate linked to them: they are still unfetched,
+    ungenerated and discovered in this segment. Returns how many."""
+    pages = fetch.filter("kind = 'page'")
+    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
+    dups = crawldb.filter(F.col("duplicate_of").isNotNull()).join(
+        pages.select("url"), "url", "left_semi"
+    )
+    dups = dups.select("url", F.lit(True).alias("dup"))
+    if dups.isEmpty():
+        return 0
+    tagged = pages.join(dups, "url", "left").withColumn("dup", F.coalesce("dup", F.lit(False)))
+    raw = (
+        tagged.select("dup", F.explode("outlinks").alias("l"))
+        .filter(~F.coalesce(F.col("l.nofollow"), F.lit(False)))
+        .select("dup", "l.url")
+    )
+    links = admitted_links(discovered_links(pages), ctx).filter(F.col("rejected").isNull())
+    only = (
+        links.join(raw.withColumnRenamed("url", "raw"), "raw")
+        .groupBy(*KEY)
+        .agg(F.min(F.col("dup").cast("int")).alias("only_dups"))
+        .filter("only_dups = 1")
+    )
+    victims = (
+        crawldb.filter(
+            (F.col("discovered_segment") == ctx.segment)
+            & (F.col("status") == CrawlStatus.UNFETCHED.value)
+            & (F.col("source") == "outlink")
+            & F.col("generated_segment").isNull()
+            & (F.coalesce(F.col("fetches"), F.lit(0)) == 0)
+        )
+        .join(only, KEY, "left_semi")
+        .select(*KEY)
+        .cache()
+    )
+    count = victims.count()
+    if count:
+        (
+            delta_table(ctx.spark, ctx.root, "crawldb")
+            .alias("t")
+            .merge(
+                victims.alias("s"),
+                "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
+            )
+            .whenMatchedDelete()
+            .execute()
+        )
+    victims.unpersist()
+    return count
