@@ -131,17 +131,23 @@ def machine() -> dict[str, Any]:
 
 
 def commit() -> str | None:
-    """The checked-out commit, read from .git without running git."""
-    head = ROOT / ".git" / "HEAD"
+    """The checked-out commit, read from .git without running git (a linked
+    worktree's .git is a file naming its own git folder)."""
+    git = ROOT / ".git"
     try:
-        ref = head.read_text().strip()
+        if git.is_file():
+            git = Path(git.read_text().strip().removeprefix("gitdir: "))
+        ref = (git / "HEAD").read_text().strip()
         if not ref.startswith("ref: "):
             return ref[:12]
         name = ref[5:]
-        loose = ROOT / ".git" / name
+        common = git / "commondir"
+        if common.exists():
+            git = (git / common.read_text().strip()).resolve()
+        loose = git / name
         if loose.exists():
             return loose.read_text().strip()[:12]
-        for line in (ROOT / ".git" / "packed-refs").read_text().splitlines():
+        for line in (git / "packed-refs").read_text().splitlines():
             if line.endswith(" " + name):
                 return line.split()[0][:12]
     except OSError:

@@ -108,5 +108,7 @@ def _next_steps(out: Path) -> str:
         'FROM hostdb ORDER BY fetches DESC LIMIT 10"\n'
         f'  {trawl} sql --crawl {crawl} "SELECT segment, outcome, count(*) FROM fetch '
         'GROUP BY 1, 2 ORDER BY 1, 2"\n'
+        f'  {trawl} sql --crawl {crawl} "SELECT duplicate_of, count(*) AS copies FROM crawldb '
+        "WHERE status = 'duplicate' GROUP BY 1 ORDER BY 2 DESC LIMIT 10\"\n"
         f"WARC files: {crawl}/segments/*/warc/\n"
     )
