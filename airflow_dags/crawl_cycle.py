@@ -1,6 +1,6 @@
 """Airflow DAG: one crawl cycle per schedule interval, as spark-submit jobs.
 
-generate -> fetch -> updatedb -> dedup for one segment, each task a spark-submit of
+generate -> fetch -> updatedb -> dedup -> events for one segment, each task a spark-submit of
 the thin entry points in ``jobs/``. The logical time and segment id come from
 Airflow's data interval (``{{ data_interval_end }}``), never from the wall
 clock inside a job, so a re-run of a DAG run redoes the same segment and the
@@ -46,4 +46,5 @@ with DAG(
     fetch = BashOperator(task_id="fetch", bash_command=job("fetch"))
     updatedb = BashOperator(task_id="updatedb", bash_command=job("updatedb"))
     dedup = BashOperator(task_id="dedup", bash_command=job("dedup"))
-    generate >> fetch >> updatedb >> dedup
+    events = BashOperator(task_id="events", bash_command=job("events"))
+    generate >> fetch >> updatedb >> dedup >> events

@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, help="seconds (default fetch.time_limit_s)")
     _job(sub, "updatedb", "merge a fetched segment (default: the newest)")
     _job(sub, "dedup", "mark exact and near-duplicate pages of an updated segment (the newest)")
-    p = _job(sub, "cycle", "generate -> fetch -> updatedb -> dedup, N times, one session")
+    _job(sub, "events", "write a deduplicated segment's events to the events table (the newest)")
+    p = _job(sub, "cycle", "generate -> fetch -> updatedb -> dedup -> events, N times")
     p.add_argument("--cycles", type=int, default=1)
     p.add_argument("--seeds", nargs="*", default=[], help="inject these seed files first")
     p.add_argument("--sitemaps", nargs="*", default=[], help="and these files of sitemap URLs")
@@ -197,6 +198,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         return _query(spark, root, args)
     from trawl.runner import (
         run_dedup,
+        run_events,
         run_fetch,
         run_generate,
         run_inject,
@@ -216,7 +218,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         emit(rows, args.json, "cycles")
         return 0
     segment = args.segment
-    if not segment and args.command in ("fetch", "updatedb", "dedup"):
+    if not segment and args.command in ("fetch", "updatedb", "dedup", "events"):
         from trawl.tables import list_segments
 
         known = list_segments(spark, root)
@@ -234,6 +236,8 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         result = run_fetch(ctx, args.time_limit)
     elif args.command == "dedup":
         result = run_dedup(ctx)
+    elif args.command == "events":
+        result = run_events(ctx)
     else:
         result = run_updatedb(ctx)
     emit([result], args.json, args.command)

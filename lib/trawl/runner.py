@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from trawl.stages.common import StageContext
 from trawl.stages.dedup import dedup
+from trawl.stages.events import merge_events, segment_events
 from trawl.stages.fetch import fetch
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
@@ -127,11 +128,24 @@ def run_dedup(ctx: StageContext) -> dict[str, Any]:
     return {"segment": ctx.segment, **{k: v for k, v in report.counters()}}
 
 
+def run_events(ctx: StageContext) -> dict[str, Any]:
+    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
+        raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
+    ensure_all(ctx.spark, ctx.root)
+    events = segment_events(ctx).cache()
+    counts = {r["event"]: r["count"] for r in events.groupBy("event").count().collect()}
+    merge_events(events, ctx)
+    events.unpersist()
+    counters = [(f"events/{name}", n) for name, n in sorted(counts.items())]
+    write_counters(ctx.spark, ctx.root, ctx.segment, "events", counters)
+    return {"segment": ctx.segment, **dict(counters)}
+
+
 def run_cycles(
     first: StageContext, cycles: int, step: timedelta, time_limit_s: float | None = None
 ) -> list[dict[str, Any]]:
-    """generate -> fetch -> updatedb -> dedup, ``cycles`` times, with progress
-    on stderr.
+    """generate -> fetch -> updatedb -> dedup -> events, ``cycles`` times,
+    with progress on stderr.
 
     Cycle i runs at logical time ``first.at + i * step``, in the segment named
     after that time. Stops early when generate finds nothing due.
@@ -151,10 +165,15 @@ def run_cycles(
         upd = run_updatedb(ctx)
         say(f"  updatedb: {upd['new_urls']} new URLs")
         dup = run_dedup(ctx)
-        elapsed = time.monotonic() - started
         say(
             f"  dedup: {dup['dedup/duplicates/marked']} pages marked duplicate, "
-            f"{dup['dedup/links/unfollowed']} links unfollowed ({elapsed:.0f} s for the cycle)"
+            f"{dup['dedup/links/unfollowed']} links unfollowed"
+        )
+        ev = run_events(ctx)
+        elapsed = time.monotonic() - started
+        say(
+            f"  events: {ev.get('events/crawl.fetched', 0)} fetched, "
+            f"{ev.get('events/crawl.removed', 0)} removed ({elapsed:.0f} s for the cycle)"
         )
         rows.append({
             "cycle": i + 1, "segment": ctx.segment, "generated": gen["urls"],

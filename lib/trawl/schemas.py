@@ -10,6 +10,7 @@ from __future__ import annotations
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DateType,
     DoubleType,
     IntegerType,
     LongType,
@@ -222,4 +223,35 @@ NEARDUP_SCHEMA = _schema(
     ("distance", IntegerType()),  # simhash: Hamming distance
     ("similarity", DoubleType()),  # minhash: estimated Jaccard similarity
     ("segment", StringType()),
+)
+
+WARC_REF_TYPE = StructType(
+    [
+        StructField("file", StringType(), True),
+        StructField("offset", LongType(), True),
+        StructField("length", LongType(), True),
+    ]
+)
+
+# Events for downstream consumers (DESIGN.md's event schema): crawl.fetched
+# for every response stored in the segment, crawl.removed for URLs that went
+# gone or were newly disallowed. Change Data Feed is on: consumers read the
+# increments by table version.
+EVENTS_SCHEMA = _schema(
+    ("event", StringType()),  # crawl.fetched | crawl.removed
+    ("segment", StringType()),
+    ("event_date", DateType()),  # the cycle's logical date (partition)
+    ("url", StringType()),
+    ("final_url", StringType()),
+    ("status", StringType()),  # the URL's crawldb status after the segment
+    ("http_status", IntegerType()),
+    ("fetched_at", TimestampType()),
+    ("content_type", StringType()),
+    ("changed", BooleanType()),
+    ("checksum", StringType()),  # sha256 of the body
+    ("simhash", LongType()),
+    ("duplicate_of", StringType()),
+    ("warc_ref", WARC_REF_TYPE),
+    ("robots_meta", StringType()),
+    ("out_links", ArrayType(StringType())),
 )

@@ -17,6 +17,7 @@ from trawl.schemas import (
     CONTENT_SCHEMA,
     COUNTERS_SCHEMA,
     CRAWLDB_SCHEMA,
+    EVENTS_SCHEMA,
     FETCH_SCHEMA,
     FETCHLIST_SCHEMA,
     HOSTDB_SCHEMA,
@@ -37,6 +38,11 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     "counters": (COUNTERS_SCHEMA, ()),
     "content": (CONTENT_SCHEMA, ()),
     "neardup": (NEARDUP_SCHEMA, ()),
+    "events": (EVENTS_SCHEMA, ("event_date",)),
+}
+# Table properties set when a table is created.
+TABLE_PROPERTIES: dict[str, dict[str, str]] = {
+    "events": {"delta.enableChangeDataFeed": "true"},  # consumers read increments
 }
 SEGMENT_TABLES: dict[str, StructType] = {
     "fetchlist": FETCHLIST_SCHEMA,
@@ -72,6 +78,8 @@ def ensure_table(spark: SparkSession, root: str, name: str) -> str:
         builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
         if partitions:
             builder = builder.partitionedBy(*partitions)
+        for key, value in TABLE_PROPERTIES.get(name, {}).items():
+            builder = builder.property(key, value)
         builder.execute()
     _ENSURED.add(path)
     return path

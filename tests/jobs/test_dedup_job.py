@@ -65,6 +65,7 @@ def write_crawl(spark: Any, root: str, cfg: Any, pages: list[dict[str, Any]], se
         fetch.append({k: base.get(k) for k in ("url", "url_fp", "host", "host_bucket", "depth")}
                      | {"kind": "page", "outcome": "success", "http_status": 200,
                         "fetched_at": at, "content_sha256": p["sha"], "simhash": p["simhash"],
+                        "warc_file": "w.warc.gz", "warc_offset": 0, "warc_length": 100,
                         "text_words": 300, "outlinks": links, "score": p["score"]})  # fmt: skip
     if fresh:
         crawl += [crawldb_row(u, cfg, discovered_segment=segment) for u in (ONLY_DUP, SHARED)]
@@ -148,6 +149,40 @@ def test_links_only_a_duplicate_gave_are_not_followed(
     assert ONLY_DUP not in rows
     assert SHARED in rows  # a page that is no duplicate links to it too
     assert result["dedup/links/unfollowed"] == 1
+
+
+def test_events_carry_duplicate_of_and_warc_refs_once(
+    spark: Any, first_segment: tuple[str, Any, dict[str, Any]]
+) -> None:
+    from trawl.runner import run_events
+    from trawl.stages.common import StageContext
+    from trawl.tables import table_path
+
+    root, cfg, _ = first_segment
+    ctx = StageContext(spark, cfg, root, S1, T1)
+    assert run_events(ctx) == {"segment": S1, "events/crawl.fetched": 5}
+    path = table_path(root, "events")
+    feed = spark.read.format("delta").option("readChangeFeed", "true")
+    inserted = feed.option("startingVersion", 0).load(path).collect()
+    by_url = {r["url"]: r for r in inserted}
+    assert {r["_change_type"] for r in inserted} == {"insert"} and len(inserted) == 5
+    assert by_url[COPY]["duplicate_of"] == STORY and by_url[COPY]["status"] == "duplicate"
+    assert by_url[STORY]["duplicate_of"] is None and by_url[STORY]["checksum"] == "A"
+    assert by_url[OTHER]["out_links"] == [SHARED]
+    assert by_url[STORY]["warc_ref"]["file"] == "w.warc.gz"
+    from deltalake import DeltaTable  # the README's consumer, without a JVM
+
+    cdf = DeltaTable(path).load_cdf(starting_version=0).read_all().to_pylist()
+    assert sorted(r["url"] for r in cdf) == sorted(by_url)
+
+    def latest() -> int:
+        return int(spark.sql(f"DESCRIBE HISTORY delta.`{path}`").agg({"version": "max"}).first()[0])
+
+    version = latest()
+    run_events(ctx)  # a re-run inserts nothing: the feed has nothing new
+    if latest() > version:
+        assert feed.option("startingVersion", version + 1).load(path).count() == 0
+    assert spark.read.format("delta").load(path).count() == 5
 
 
 def test_rerun_changes_nothing(spark: Any, first_segment: tuple[str, Any, dict[str, Any]]) -> None:

@@ -1,0 +1,15 @@
+"""spark-submit entry point: `spark-submit jobs/events.py --crawl ROOT ...`.
+
+Same arguments as `trawl events`; the Spark master and resources come from
+spark-submit. The trawl package ships to executors as a wheel or zip
+(`--py-files`), see README.md.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from trawl.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["events", *sys.argv[1:]], submitted=True))
