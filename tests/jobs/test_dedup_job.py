@@ -170,9 +170,10 @@ def test_events_carry_duplicate_of_and_warc_refs_once(
     assert by_url[STORY]["duplicate_of"] is None and by_url[STORY]["checksum"] == "A"
     assert by_url[OTHER]["out_links"] == [SHARED]
     assert by_url[STORY]["warc_ref"]["file"] == "w.warc.gz"
+    import pyarrow as pa
     from deltalake import DeltaTable  # the README's consumer, without a JVM
 
-    cdf = DeltaTable(path).load_cdf(starting_version=0).read_all().to_pylist()
+    cdf = pa.table(DeltaTable(path).load_cdf(starting_version=0).read_all()).to_pylist()
     assert sorted(r["url"] for r in cdf) == sorted(by_url)
 
     def latest() -> int:
