@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_politeness import commit, machine
+from bench_politeness import append_line, commit, machine
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -182,12 +182,6 @@ def growth(rows: list[dict[str, Any]]) -> float | None:
     first, last = rows[0], rows[-1]
     ratio = math.log(last["total_s"] / first["total_s"])
     return round(ratio / math.log(last["documents"] / first["documents"]), 2)
-
-
-def append_line(path: Path, line: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":

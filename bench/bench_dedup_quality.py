@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_politeness import commit, machine
+from bench_politeness import append_line, commit, machine
 from pyspark.sql import SparkSession
 
 from trawl import urlnorm
@@ -231,12 +231,6 @@ def main() -> None:
     best = {f"{r['method']}@{r['max_distance']}": [r["precision"], r["recall"]] for r in rows}
     append_line(args.results, {**record, "kind": "summary", "precision_recall": best})
     print(json.dumps(best))
-
-
-def append_line(path: Path, line: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench_politeness import commit, machine
+from bench_politeness import append_line, commit, machine
 from pyspark.sql import SparkSession
 
 from trawl.config import load_config
@@ -593,12 +593,6 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         }
         for r in runs
     }
-
-
-def append_line(path: Path, line: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":

@@ -130,6 +130,13 @@ def machine() -> dict[str, Any]:
     }
 
 
+def append_line(path: Path, line: dict[str, Any]) -> None:
+    """Append one JSON line to a results file (made if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
 def commit() -> str | None:
     """The checked-out commit, read from .git without running git (a linked
     worktree's .git is a file naming its own git folder)."""

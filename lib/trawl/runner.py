@@ -104,10 +104,15 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
 
 
-def run_updatedb(ctx: StageContext) -> dict[str, Any]:
+def _fetched_segment(ctx: StageContext) -> None:
+    """The jobs after fetch need its table, and every crawl table to exist."""
     if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
         raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
     ensure_all(ctx.spark, ctx.root)
+
+
+def run_updatedb(ctx: StageContext) -> dict[str, Any]:
+    _fetched_segment(ctx)
     report = updatedb(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "updatedb", report.counters())
     return {
@@ -120,18 +125,14 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
 
 
 def run_dedup(ctx: StageContext) -> dict[str, Any]:
-    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
-        raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
-    ensure_all(ctx.spark, ctx.root)
+    _fetched_segment(ctx)
     report = dedup(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "dedup", report.counters())
     return {"segment": ctx.segment, **{k: v for k, v in report.counters()}}
 
 
 def run_events(ctx: StageContext) -> dict[str, Any]:
-    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
-        raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
-    ensure_all(ctx.spark, ctx.root)
+    _fetched_segment(ctx)
     events = segment_events(ctx).cache()
     counts = {r["event"]: r["count"] for r in events.groupBy("event").count().collect()}
     merge_events(events, ctx)
