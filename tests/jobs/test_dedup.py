@@ -125,3 +125,20 @@ def test_config_checks_the_pigeonhole() -> None:
     with pytest.raises(ConfigError, match="max_distance"):
         load_config(None, ["dedup.max_distance=5", "dedup.simhash_blocks=5"], environ={})
     assert dataclasses.asdict(load_config(None, [], environ={}).dedup)["method"] == "simhash"
+
+
+def test_updatedb_follows_no_links_of_a_known_duplicate_refetched_unchanged(spark: Any) -> None:
+    from trawl.stages.updatedb import link_sources
+
+    schema = "host_bucket int, url_fp long, url string, changed boolean"
+    fetch = spark.createDataFrame(
+        [(0, 1, "dup-same", False), (0, 2, "dup-changed", True), (0, 3, "page", False),
+         (0, None, "robots", None)],
+        schema,
+    )  # fmt: skip
+    crawldb = spark.createDataFrame(
+        [(0, 1, "dup-same", "x"), (0, 2, "dup-changed", "x"), (0, 3, "page", None)],
+        "host_bucket int, url_fp long, url string, duplicate_of string",
+    )
+    kept = sorted(r["url"] for r in link_sources(fetch, crawldb).collect())
+    assert kept == ["dup-changed", "page", "robots"]
