@@ -142,3 +142,14 @@ def test_updatedb_follows_no_links_of_a_known_duplicate_refetched_unchanged(spar
     )
     kept = sorted(r["url"] for r in link_sources(fetch, crawldb).collect())
     assert kept == ["dup-changed", "page", "robots"]
+
+
+@pytest.mark.parametrize("method", ["simhash", "minhash"])
+def test_the_spark_node_column_agrees_with_node_id(spark: Any, method: str) -> None:
+    from trawl.neardup import node_id
+    from trawl.stages.dedup import node_column
+
+    rows = [(-5, "aa"), (None, "bb"), (2**62, "cc")]
+    df = spark.createDataFrame(rows, "simhash long, content_sha256 string")
+    got = [r[0] for r in df.select(node_column(method)).collect()]
+    assert got == [node_id(s, sha, method) for s, sha in rows]
