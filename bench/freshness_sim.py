@@ -2,16 +2,20 @@
 
     .venv/bin/python bench/freshness_sim.py [--pages 2000] [--budget 0.05 0.2]
         [--cycles 90] [--seed 1] [--static 0.1] [--drift 0.0]
-        [--policies trawl change_prob ...] [--set memory_s=inf ...] [--results PATH]
+        [--history 10] [--no-lastmod] [--policies trawl change_prob ...]
+        [--set memory_s=inf ...] [--results PATH]
 
 The web: ``--pages`` pages whose changes are Poisson processes with known
 rates, log-uniform between once an hour and once in 180 days, plus a share
 (``--static``) that never change; with ``--drift`` that share of pages draws
 a new rate half-way through. Importance is equal, or Zipf (weight 1/rank,
 ranks shuffled independently of the rates); both runs use the same rates and
-change times. Every page is fetched at time 0 (the initial full crawl); then
-each daily cycle fetches ``budget x pages`` URLs chosen by the policy, which
-sees only "changed since my last visit: yes/no".
+change times. Pages exist ``--history`` days before time 0 (the test web's
+pages are ten days old when the freshness benchmark starts). Every page is
+fetched at time 0 (the initial full crawl); then each daily cycle fetches
+``budget x pages`` URLs chosen by the policy, which sees "changed since my
+last visit: yes/no" and the served version's Last-Modified (the latest
+change, or the page's creation), unless ``--no-lastmod``.
 
 Freshness is exact: a page is fresh from a fetch until the first change
 after it, so integrating those spans over the simulated change times gives
@@ -21,8 +25,8 @@ once the estimators have learnt).
 
 Policies:
 
-- ``trawl``: ``trawl.changerate`` defaults (estimated rate, Lagrangian
-  index, probing, overdue first);
+- ``trawl``: ``trawl.changerate`` defaults (estimated rate, dated by
+  Last-Modified, Lagrangian index, probing, overdue first);
 - ``change_prob``: the same estimator, ranked by importance x P(changed);
 - ``nutch``: Nutch's AdaptiveFetchSchedule as shipped (x1.4 unchanged, x0.8
   changed, sync_delta 0.3, 60 s to 90 days as ``db.fetch.interval.max``
@@ -58,8 +62,9 @@ from trawl.changerate import (
     DAY_S,
     AdaptiveSchedule,
     ChangeRateModel,
-    ChangeStats,
     estimate_rate,
+    first_visit,
+    lastmod_age,
     observe,
     overdue,
     priority,
@@ -81,6 +86,16 @@ class Web:
     weights: list[float]
     changes: list[list[float]]  # sorted change times per page
     tiebreak: list[float]  # a fixed random order among equal priorities
+    history_s: float = 0.0  # pages exist (version 0) from -history_s on
+    lastmod: bool = True  # servers send a true Last-Modified
+
+    def last_modified(self, page: int, at_s: float) -> float | None:
+        """The Last-Modified served at ``at_s``: the latest change, or creation."""
+        if not self.lastmod:
+            return None
+        times = self.changes[page]
+        k = bisect.bisect_right(times, at_s)
+        return times[k - 1] if k else -self.history_s
 
     def next_change(self, page: int, after_s: float) -> float:
         times = self.changes[page]
@@ -107,7 +122,14 @@ def draw_rate(rng: random.Random, static: float) -> float:
 
 
 def make_web(
-    pages: int, horizon_s: float, seed: int, zipf: bool, static: float = 0.1, drift: float = 0.0
+    pages: int,
+    horizon_s: float,
+    seed: int,
+    zipf: bool,
+    static: float = 0.1,
+    drift: float = 0.0,
+    history_s: float = 0.0,
+    lastmod: bool = True,
 ) -> Web:
     """The same seed gives the same rates and change times for either importance."""
     rng = random.Random(seed)
@@ -117,14 +139,15 @@ def make_web(
         if rng.random() < drift:
             mid = horizon_s / 2
             later = draw_rate(rng, static)
-            before = poisson_times(rng, rate, 0.0, mid)
+            before = poisson_times(rng, rate, -history_s, mid)
             changes.append(before + poisson_times(rng, later, mid, horizon_s))
         else:
-            changes.append(poisson_times(rng, rate, 0.0, horizon_s))
+            changes.append(poisson_times(rng, rate, -history_s, horizon_s))
     ranks = list(range(1, pages + 1))
     rng.shuffle(ranks)
     weights = [1.0 / r for r in ranks] if zipf else [1.0] * pages
-    return Web(rates, weights, changes, [rng.random() for _ in range(pages)])
+    tiebreak = [rng.random() for _ in range(pages)]
+    return Web(rates, weights, changes, tiebreak, history_s, lastmod)
 
 
 class Policy:
@@ -151,9 +174,9 @@ class TrawlPolicy(Policy):
         super().__init__(web, budget)
         self.model, self.oracle = model, oracle
         n, lo = len(web.rates), model.rate_bounds[0]
-        self.stats = [ChangeStats()] * n
-        prior = estimate_rate(ChangeStats(), model)
-        self.rate = [max(lo, r) for r in web.rates] if oracle else [prior] * n
+        self.stats = [first_visit(lastmod_age(0.0, web.last_modified(i, 0.0))) for i in range(n)]
+        estimates = [estimate_rate(stats, model) for stats in self.stats]
+        self.rate = [max(lo, r) for r in web.rates] if oracle else estimates
         self.probe = [False] * n
         self.due_s = [revisit_interval_s(r, model) for r in self.rate]
 
@@ -172,7 +195,9 @@ class TrawlPolicy(Policy):
         return self.top(keys)
 
     def learn(self, page: int, now: float, changed: bool) -> None:
-        stats = observe(self.stats[page], now - self.last_s[page], changed, self.model.memory_s)
+        age = lastmod_age(now, self.web.last_modified(page, now))
+        interval = now - self.last_s[page]
+        stats = observe(self.stats[page], interval, changed, self.model.memory_s, age)
         self.stats[page] = stats
         if not self.oracle:
             self.rate[page] = estimate_rate(stats, self.model)
@@ -265,6 +290,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--static", type=float, default=0.1, help="share of pages that never change")
     ap.add_argument("--drift", type=float, default=0.0, help="share whose rate changes mid-run")
+    ap.add_argument("--history", type=float, default=10.0, help="days pages exist before the crawl")
+    ap.add_argument("--no-lastmod", dest="lastmod", action="store_false",
+                    help="no Last-Modified: visits only say changed or not")  # fmt: skip
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="ChangeRateModel")
     ap.add_argument("--results", type=Path, default=RESULTS, help="JSONL file to append to")
@@ -291,7 +319,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{'importance':<10} {'budget':>6} {'policy':<12} {'F':>6} {'F_w':>6} "
           f"{'F_late':>6} {'F_w_late':>8} {'used':>5}")  # fmt: skip
     for zipf in (False, True):
-        web = make_web(args.pages, horizon, args.seed, zipf, args.static, args.drift)
+        web = make_web(
+            args.pages, horizon, args.seed, zipf, args.static, args.drift,
+            args.history * DAY_S, args.lastmod,
+        )  # fmt: skip
         for share in args.budget:
             budget = max(1, round(share * args.pages))
             for policy in args.policies:

@@ -50,6 +50,29 @@ behaviour changes is re-learnt within a few ``memory``; with ``memory = ∞``
 the record is the whole history. (Per-visit decay would never fade the
 record of a page that is rarely visited, which is the one that needs it.)
 
+Dates. A visit that only says "changed since the last one" cannot tell a
+page that changes hourly from one that changes every other day, when visits
+are days apart. A server's Last-Modified can: the version served at a visit
+is ``a`` old (``lastmod_age``), so there was a change ``a`` ago and none
+since, Poisson likelihood ``λ e^{-λ a}``, while an unchanged visit watched its
+whole interval ``t`` (``e^{-λ t}``). The changes before the dated one need not
+be counted: the process is memoryless, so dropping the part of the interval
+before the last change leaves an exact likelihood. The maximum-likelihood rate
+is then ``Xd/Ed``, changes over watched time, and with a Gamma prior of ``a0``
+changes at the default rate, ``(Xd + a0)/(Ed + a0/λ0)``; ``a0 = prior_visits
+x DATED_PRIOR_SHARE`` is small because one dated change is a measurement, not
+a coin toss. The first visit counts half a change (``FIRST_DATED_CHANGE``):
+its version began with a change or with the page. This is Cho &
+Garcia-Molina's "last date of change known" case (2003, section 6). Dates are
+used only while they agree with the content (``lastmod_contradicts``): a
+Last-Modified that stays put while the content changes, moves while it does
+not (a date stamped on every response), or lies in the future marks the URL
+``DISTRUSTED`` and it falls back to the visit-only estimator for good. In
+bench/freshness_sim.py (2,000 pages existing 10 days before the first crawl,
+20 daily cycles at a 10 % budget) the dates take the Lagrangian policy's
+freshness from 0.461, below uniform's 0.477, to 0.500 (``--no-lastmod``
+reproduces the first).
+
 Probing. While every visit so far saw a change (``probing``: ``U = 0``) the
 rate is only known from below. Such a page is a candidate again after
 ``min_interval_s`` and valued as if its age were unknown (``w/λ``), so it is
@@ -103,6 +126,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 DAY_S = 86_400.0
+DISTRUSTED = -1.0  # ChangeStats.dated_exposure_s of a URL whose Last-Modified lied
+#: A Last-Modified up to this far after the visit's logical time reads as "just
+#: now" (the fetch runs a while after the cycle's time); later, the dates are
+#: on another clock and are not used.
+LASTMOD_SKEW_S = DAY_S
+#: What the first visit's Last-Modified counts as: the version then served
+#: began either with a change or with the page's creation, and which is not
+#: known, so half a change.
+FIRST_DATED_CHANGE = 0.5
+DATED_PRIOR_SHARE = 0.1  # the dated estimate's prior: prior_visits x this many changes
 RATE_RANGE = 10.0  # estimates are kept within a decade beyond what the intervals can observe
 PRIORITIES = ("lagrangian", "change_prob")
 
@@ -116,6 +149,15 @@ class ChangeStats:
     unchanged_s: float = 0.0  # U: total length of the unchanged intervals
     inv_interval: float = 0.0  # R: sum of 1/t over all intervals (per second)
     inv_changed: float = 0.0  # Rc: sum of 1/t over the changed intervals
+    # Dated evidence, from Last-Modified (``observe_dated``): changes seen with
+    # their date, and the time watched without a change; -1 once distrusted.
+    dated_changes: float = 0.0  # Xd
+    dated_exposure_s: float = 0.0  # Ed; DISTRUSTED: the server's dates are not used
+
+    @property
+    def dated(self) -> bool:
+        """Dated evidence is there and trusted: ``estimate_rate`` uses it."""
+        return self.dated_exposure_s > 0 or self.dated_changes > 0
 
 
 @dataclass(frozen=True)
@@ -147,7 +189,12 @@ class ChangeRateModel:
 
 
 def observe(
-    stats: ChangeStats, interval_s: float, changed: bool, memory_s: float = math.inf
+    stats: ChangeStats,
+    interval_s: float,
+    changed: bool,
+    memory_s: float = math.inf,
+    age_s: float | None = None,
+    distrust: bool = False,
 ) -> ChangeStats:
     """The record after one more visit, ``interval_s`` after the previous one.
 
@@ -155,10 +202,26 @@ def observe(
     ``interval_s`` runs from the last such visit, not from a failed attempt.
     Intervals under a second count as a second. The old sums fade by
     ``e^{-interval/memory_s}``: evidence weighs ``e^{-age/memory_s}``.
+
+    ``age_s``, the served version's age by its Last-Modified
+    (``lastmod_age``), adds dated evidence: a change ``age_s`` ago and no
+    change since (Poisson likelihood ``λ e^{-λ age}``; the changes before it
+    in the interval are not counted, which leaves the estimate unbiased), or
+    ``interval_s`` watched without a change. ``distrust``
+    (``lastmod_contradicts``) drops the dated evidence for good.
     """
     t = max(interval_s, 1.0)
     decay = math.exp(-t / memory_s)
+    if distrust or stats.dated_exposure_s == DISTRUSTED:
+        dated_changes, dated_exposure = 0.0, DISTRUSTED
+    elif age_s is None:
+        dated_changes, dated_exposure = decay * stats.dated_changes, decay * stats.dated_exposure_s
+    else:
+        dated_changes = decay * stats.dated_changes + (1.0 if changed else 0.0)
+        dated_exposure = decay * stats.dated_exposure_s + (min(age_s, t) if changed else t)
     return ChangeStats(
+        dated_changes=dated_changes,
+        dated_exposure_s=dated_exposure,
         visits=decay * stats.visits + 1.0,
         changes=decay * stats.changes + (1.0 if changed else 0.0),
         unchanged_s=decay * stats.unchanged_s + (0.0 if changed else t),
@@ -167,19 +230,54 @@ def observe(
     )
 
 
+def lastmod_contradicts(
+    at_s: float, lastmod_s: float | None, previous_lastmod_s: float | None, changed: bool | None
+) -> bool:
+    """The server's Last-Modified cannot be trusted for this URL: it did not
+    move although the content changed, it moved although the content did not
+    (a date generated per response), or it lies in the future of the visit."""
+    if lastmod_s is None:
+        return False
+    if lastmod_s > at_s + LASTMOD_SKEW_S:
+        return True
+    if previous_lastmod_s is None or changed is None:
+        return False
+    return lastmod_s <= previous_lastmod_s if changed else lastmod_s != previous_lastmod_s
+
+
+def lastmod_age(at_s: float, lastmod_s: float | None) -> float | None:
+    """Seconds the served version had existed at the visit (None: no date)."""
+    return None if lastmod_s is None else max(0.0, at_s - lastmod_s)
+
+
+def first_visit(age_s: float | None) -> ChangeStats:
+    """The record after the first content visit: dated evidence only, if its
+    Last-Modified gave the version's age (half a change, ``FIRST_DATED_CHANGE``)."""
+    if age_s is None:
+        return ChangeStats()
+    return ChangeStats(dated_changes=FIRST_DATED_CHANGE, dated_exposure_s=age_s)
+
+
 def estimate_rate(stats: ChangeStats, model: ChangeRateModel) -> float:
     """Change rate (per second) from the record and the prior, within bounds.
 
+    With dated evidence (``ChangeStats.dated``): ``λ = (Xd + a0)/(Ed + a0/λ0)``,
+    the maximum-likelihood rate of the changes and watched time plus a Gamma
+    prior of ``a0 = prior_visits/2`` changes at the default rate. Otherwise
     ``λ = ln(1 + X' tc / U') / tc`` with ``tc = X'/Rc'`` (module docstring);
     primed sums include the prior's pseudo-visits at the harmonic mean
     interval ``tr = n/R`` and Cho's half-visit ``tr/2`` in ``U'``.
     """
     n, lam0, n0 = stats.visits, model.default_rate_per_s, model.prior_visits
+    lo, hi = model.rate_bounds
+    if stats.dated:
+        a0 = DATED_PRIOR_SHARE * n0
+        rate = (stats.dated_changes + a0) / (stats.dated_exposure_s + a0 / lam0)
+        return min(hi, max(lo, rate))
     t_rep = n / stats.inv_interval if n > 0 else 1.0 / lam0
     p0 = -math.expm1(-lam0 * t_rep)  # the prior's change probability, 1 - e^{-λ0 tr}
     changes = stats.changes + n0 * p0
     unchanged = stats.unchanged_s + n0 * (1.0 - p0) * t_rep + (0.5 * t_rep if n > 0 else 0.0)
-    lo, hi = model.rate_bounds
     if changes <= 0:  # no prior and no change seen: the floor
         return lo
     t_changed = changes / (stats.inv_changed + n0 * p0 / t_rep)
@@ -187,8 +285,9 @@ def estimate_rate(stats: ChangeStats, model: ChangeRateModel) -> float:
 
 
 def probing(stats: ChangeStats) -> bool:
-    """Every visit so far saw a change: the rate is only known from below."""
-    return stats.visits > 0 and stats.unchanged_s == 0
+    """Every visit so far saw a change and no date says when: the rate is only
+    known from below."""
+    return stats.visits > 0 and stats.unchanged_s == 0 and not stats.dated
 
 
 def bias_reduced_rate(visits: int, changes: int, interval_s: float) -> float:

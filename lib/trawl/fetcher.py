@@ -20,13 +20,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from trawl import __version__, urlnorm
 from trawl.config import Config
 from trawl.fingerprint import page_fingerprint
 from trawl.httpclient import FetchError, HttpClient, HttpResponse, user_agent_string
+from trawl.httpdate import parse_http_date
 from trawl.parse import ParsedPage, parse_page
 from trawl.resolver import AddressRefused, Resolver
 from trawl.robots import RobotsRules, rules_for_fetch
@@ -61,13 +61,8 @@ def retry_after_s(value: str | None, now: datetime) -> float | None:
     value = value.strip()
     if value.isdigit():
         return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
+    when = parse_http_date(value)
+    return None if when is None else max(0.0, (when - now).total_seconds())
 
 
 @dataclass

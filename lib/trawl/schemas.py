@@ -67,6 +67,8 @@ CRAWLDB_SCHEMA = _schema(
     ("change_unchanged_s", DoubleType()),
     ("change_inv_interval", DoubleType()),
     ("change_inv_changed", DoubleType()),
+    ("change_dated", DoubleType()),  # changes dated by Last-Modified
+    ("change_dated_s", DoubleType()),  # time watched by those dates; -1: dates distrusted
     ("change_rate", DoubleType()),  # estimated changes per second
     ("sitemap_lastmod", TimestampType()),  # the newest <lastmod> a sitemap gave
     ("gone_count", IntegerType()),  # 404/410 answers in a row

@@ -15,7 +15,10 @@ Change detection: a visit that compared content is a 200 with a body (its
 sha256 against the stored one) or a 304 (unchanged). Each such visit after
 the first is one observation for the change-rate estimate
 (``trawl.changerate.observe``), timed from the last such visit -- a 5xx or a
-404 in between does not shorten the interval.
+404 in between does not shorten the interval. The Last-Modified of each
+content visit dates the change it saw (``trawl.changerate.lastmod_age``), the
+first visit included; a server whose dates contradict the content
+(``lastmod_contradicts``) is not asked again for that URL.
 """
 
 from __future__ import annotations
@@ -28,11 +31,15 @@ from trawl.changerate import (
     ChangeRateModel,
     ChangeStats,
     estimate_rate,
+    first_visit,
+    lastmod_age,
+    lastmod_contradicts,
     observe,
     probing,
     revisit_interval_s,
 )
 from trawl.config import ScheduleConfig
+from trawl.httpdate import parse_http_date
 from trawl.status import HAS_CONTENT, CrawlStatus, FetchOutcome, decide
 
 Row = dict[str, Any]
@@ -44,6 +51,8 @@ STATS_COLUMNS = {
     "change_unchanged_s": "unchanged_s",
     "change_inv_interval": "inv_interval",
     "change_inv_changed": "inv_changed",
+    "change_dated": "dated_changes",
+    "change_dated_s": "dated_exposure_s",
 }
 
 
@@ -154,10 +163,16 @@ def _observe(
     the URL is due again under ``schedule.policy``."""
     seen = old.get("content_seen_at")
     stats = stats_of(old)
-    if seen is not None and changed is not None:
+    lastmod = _epoch_s(new.get("last_modified"))
+    age = lastmod_age(at.timestamp(), lastmod)
+    if seen is None:
+        stats = first_visit(age)
+    elif changed is not None:
+        previous = _epoch_s(old.get("last_modified"))
+        distrust = lastmod_contradicts(at.timestamp(), lastmod, previous, changed)
         elapsed = (at - seen).total_seconds()
-        stats = observe(stats, elapsed, changed, schedule.change_memory_s)
-        new.update({col: getattr(stats, field) for col, field in STATS_COLUMNS.items()})
+        stats = observe(stats, elapsed, changed, schedule.change_memory_s, age, distrust)
+    new.update({col: getattr(stats, field) for col, field in STATS_COLUMNS.items()})
     model = change_model(schedule)
     rate = estimate_rate(stats, model)
     new["change_rate"] = rate
@@ -176,6 +191,11 @@ def _observe(
         new["fetch_interval_s"] = interval
         return max(0.0, next_at - at.timestamp())
     return revisit_interval_s(rate, model, probing(stats))
+
+
+def _epoch_s(http_date: str | None) -> float | None:
+    when = parse_http_date(http_date)
+    return None if when is None else when.timestamp()
 
 
 def _interval(kind: str, schedule: ScheduleConfig, status: CrawlStatus) -> float:

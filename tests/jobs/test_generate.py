@@ -158,29 +158,35 @@ def test_recrawl_priority_matches_the_change_rate_model(spark: Any, policy: str)
     cfg = load_config(None, [f"schedule.policy={policy}"], environ={})
     model = change_model(cfg.schedule)
     day = 86400.0
-    # (score, change_rate, days since the last read or None, visits, unchanged_s, lastmod after?)
+    # (score, change_rate, days since the last read or None, visits, unchanged_s, lastmod after?,
+    #  dated changes, dated exposure)
     cases = [
-        (1.0, None, None, None, None, False),  # never read: the prior's rate
-        (1.0, 1 / day, 1.0, 3.0, 2 * day, False),
-        (0.5, 1 / (30 * day), 10.0, 5.0, 40 * day, False),
-        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False),  # probing: every visit changed
-        (1.0, 1 / (90 * day), 5.0, 2.0, 9 * day, True),  # a sitemap says it changed
+        (1.0, None, None, None, None, False, None, None),  # never read: the prior's rate
+        (1.0, 1 / day, 1.0, 3.0, 2 * day, False, 0.0, 0.0),
+        (0.5, 1 / (30 * day), 10.0, 5.0, 40 * day, False, 2.0, 60 * day),
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False, None, None),  # probing: every visit changed
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False, 4.5, 3 * 3600.0),  # ... but dated: no probe
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False, 0.0, -1.0),  # ... dates distrusted: a probe
+        (1.0, 1 / (90 * day), 5.0, 2.0, 9 * day, True, None, None),  # a sitemap says it changed
     ]
     rows = []
-    for score, rate, days, n, unchanged, lastmod_after in cases:
+    for score, rate, days, n, unchanged, lastmod_after, xd, ed in cases:
         seen = None if days is None else AT - timedelta(days=days)
         lastmod = seen + timedelta(hours=1) if seen and lastmod_after else None
-        rows.append((score, rate, seen, n, unchanged, lastmod))
+        rows.append((score, rate, seen, n, unchanged, lastmod, xd, ed))
     df = spark.createDataFrame(
         rows,
         "score double, change_rate double, content_seen_at timestamp, change_visits double, "
-        "change_unchanged_s double, sitemap_lastmod timestamp",
+        "change_unchanged_s double, sitemap_lastmod timestamp, change_dated double, "
+        "change_dated_s double",
     )
     ctx = StageContext(spark, cfg, "unused", "seg1", AT)
     got = [r[0] for r in df.select(recrawl_priority(ctx)).collect()]
-    for (score, rate, days, n, unchanged, lastmod_after), value in zip(cases, got, strict=True):
+    for case, value in zip(cases, got, strict=True):
+        score, rate, days, n, unchanged, lastmod_after, xd, ed = case
         lam = rate or model.default_rate_per_s
         elapsed = None if days is None or lastmod_after else days * day
-        stats = ChangeStats(visits=n or 0.0, unchanged_s=unchanged or 0.0)
+        stats = ChangeStats(visits=n or 0.0, unchanged_s=unchanged or 0.0,
+                            dated_changes=xd or 0.0, dated_exposure_s=ed or 0.0)  # fmt: skip
         want = priority(lam, elapsed, score, model, probe=probing(stats))
         assert value == pytest.approx(want, rel=1e-9), (score, rate, days)

@@ -26,6 +26,9 @@ from trawl.changerate import (
     bias_reduced_rate,
     change_probability,
     estimate_rate,
+    first_visit,
+    lastmod_age,
+    lastmod_contradicts,
     mle_rate,
     observe,
     overdue,
@@ -189,6 +192,77 @@ def test_probing_while_every_visit_changed() -> None:
     assert not probing(record([(DAY_S, True), (DAY_S, False), (DAY_S, True)]))
 
 
+def dated_record(rng: random.Random, rate: float, visits: int, interval: float) -> ChangeStats:
+    """Visits every ``interval`` to a page changing at ``rate`` whose server
+    sends a true Last-Modified; the page exists from 30 intervals before."""
+    t, last_change, changes = -30 * interval, -30 * interval, []
+    while True:
+        t += rng.expovariate(rate)
+        if t > visits * interval:
+            break
+        changes.append(t)
+
+    def lastmod(at: float) -> float:
+        before = [c for c in changes if c <= at]
+        return before[-1] if before else last_change
+
+    stats = first_visit(lastmod_age(0.0, lastmod(0.0)))
+    for i in range(1, visits + 1):
+        at, previous = i * interval, lastmod((i - 1) * interval)
+        now = lastmod(at)
+        changed = now != previous
+        assert not lastmod_contradicts(at, now, previous, changed)
+        stats = observe(stats, interval, changed, math.inf, lastmod_age(at, now))
+    return stats
+
+
+@pytest.mark.parametrize("rate_per_day", [0.05, 0.5, 3.0, 24.0])
+def test_dated_estimate_tells_fast_pages_apart(rate_per_day: float) -> None:
+    rng = random.Random(7)
+    rate = rate_per_day / DAY_S
+    estimates = [estimate_rate(dated_record(rng, rate, 40, DAY_S), NO_MEMORY_LIMIT)
+                 for _ in range(30)]  # fmt: skip
+    highest = NO_MEMORY_LIMIT.rate_bounds[1]  # 10 a day: estimates stop there
+    assert statistics.mean(estimates) == pytest.approx(min(rate, highest), rel=0.15)
+    if rate_per_day >= 3:  # visits alone cannot: every daily visit sees a change
+        every_visit = ChangeStats(
+            visits=40, changes=40, inv_interval=40 / DAY_S, inv_changed=40 / DAY_S
+        )
+        assert probing(every_visit)
+        assert estimate_rate(every_visit, NO_MEMORY_LIMIT) * DAY_S < 5.0
+
+
+def test_dated_record_is_no_probe_and_distrust_is_for_good() -> None:
+    stats = observe(first_visit(3600.0), DAY_S, True, math.inf, age_s=600.0)
+    assert stats.dated and not probing(stats)  # every visit changed, but the dates say how fast
+    distrusted = observe(stats, DAY_S, False, math.inf, age_s=DAY_S, distrust=True)
+    assert not distrusted.dated and distrusted.dated_exposure_s == -1.0
+    later = observe(distrusted, DAY_S, True, math.inf, age_s=60.0)
+    assert not later.dated and later.visits == pytest.approx(3.0)
+    assert estimate_rate(later, NO_MEMORY_LIMIT) == pytest.approx(
+        estimate_rate(replace_dated(later), NO_MEMORY_LIMIT)
+    )
+    assert first_visit(None) == ChangeStats()
+
+
+def replace_dated(stats: ChangeStats) -> ChangeStats:
+    return ChangeStats(stats.visits, stats.changes, stats.unchanged_s, stats.inv_interval,
+                       stats.inv_changed)  # fmt: skip
+
+
+def test_lastmod_contradictions() -> None:
+    at, before = 100 * DAY_S, 90 * DAY_S
+    assert not lastmod_contradicts(at, None, before, True)  # no date: nothing to judge
+    assert not lastmod_contradicts(at, 95 * DAY_S, before, True)  # moved with the content
+    assert not lastmod_contradicts(at, before, before, False)  # stayed with the content
+    assert not lastmod_contradicts(at, 95 * DAY_S, None, True)  # nothing to compare with
+    assert lastmod_contradicts(at, before, before, True)  # content changed, date did not
+    assert lastmod_contradicts(at, 95 * DAY_S, before, False)  # date moved, content did not
+    assert lastmod_contradicts(at, at + 2 * DAY_S, before, None)  # from the future
+    assert not lastmod_contradicts(at, at + 3600, before, True)  # changed during the fetch
+    assert lastmod_age(at, at + 3600) == 0.0 and lastmod_age(at, None) is None
+
+
 @pytest.mark.parametrize(
     "rate_per_day, due_prob, probe, want_days",
     [
@@ -325,6 +399,22 @@ def test_default_policy_is_fresher_than_uniform_and_nutch_at_equal_budget(sim: M
     assert late["trawl"] > late["change_prob"] + 0.05
     assert result["trawl"]["F"] > max(result["uniform"]["F"], result["nutch"]["F"])
     assert all(r["budget_used"] == 1.0 for p, r in result.items() if p != "nutch")
+
+
+def test_dates_beat_uniform_within_twenty_cycles(sim: ModuleType) -> None:
+    """The freshness benchmark's setting: pages ten days old at the first
+    crawl, 20 daily cycles at a 10 % budget; visits alone lose to uniform."""
+    pages, cycles, horizon = 1000, 20, 21 * DAY_S
+    dated = sim.make_web(pages, horizon, seed=2, zipf=False, history_s=10 * DAY_S)
+    undated = sim.make_web(pages, horizon, seed=2, zipf=False, history_s=10 * DAY_S, lastmod=False)
+    fresh = {
+        (p, w.lastmod): sim.simulate(w, p, pages // 10, cycles)["F"]
+        for p in ("trawl", "uniform", "nutch")
+        for w in (dated, undated)
+    }
+    assert fresh["trawl", True] > fresh["uniform", True] + 0.01
+    assert fresh["trawl", True] > fresh["nutch", True] + 0.03
+    assert fresh["trawl", False] < fresh["trawl", True] - 0.02
 
 
 def test_default_policy_follows_importance(sim: ModuleType) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from trawl.config import ScheduleConfig
+from trawl.httpdate import http_date
 from trawl.status import FetchOutcome
 from trawl.transitions import apply_fetch
 
@@ -306,7 +307,7 @@ def test_content_visits_build_the_change_record() -> None:
     rows = visits([("success", "a"), ("success", "a"), ("success", "b"), ("notmodified", None)],
                   MODEL)  # fmt: skip
     first, unchanged, changed, not_modified = rows
-    assert first["changed"] is None and first.get("change_visits") is None  # nothing to compare
+    assert first["changed"] is None and first["change_visits"] == 0.0  # nothing to compare
     assert first["content_seen_at"] == AT and first["modified_at"] == AT
     assert (unchanged["changed"], unchanged["change_visits"], unchanged["change_changed"]) == (
         False, 1.0, 0.0)  # fmt: skip
@@ -322,6 +323,73 @@ def test_content_visits_build_the_change_record() -> None:
     assert changed["change_rate"] > unchanged["change_rate"]  # a change raises the estimate
     for row in rows:  # due again no earlier than the minimum interval
         assert row["next_fetch_at"] >= row["last_fetch_at"] + DAY
+
+
+def dated_visits(
+    versions: list[tuple[str, str, datetime | None]], schedule: ScheduleConfig = MODEL
+) -> list[dict[str, Any]]:
+    """Apply (outcome, content hash, Last-Modified or None) daily; the rows after each visit."""
+    row, out = crawl_row(), []
+    for i, (outcome, digest, modified) in enumerate(versions):
+        date = None if modified is None else http_date(modified)
+        fetch = fetch_row(outcome, content_sha256=digest, last_modified=date)
+        row = apply_fetch(row, fetch, AT + i * DAY, f"seg{i}", schedule)
+        out.append(row)
+    return out
+
+
+def test_last_modified_dates_the_changes() -> None:
+    hour = timedelta(hours=1)
+    old_version = AT - 30 * DAY
+    rows = dated_visits([
+        ("success", "a", old_version),  # 30 days old at the first visit
+        ("success", "a", old_version),  # unchanged: a day watched
+        ("success", "b", AT + 2 * DAY - 3 * hour),  # changed 3 hours before the visit
+        ("notmodified", "b", AT + 2 * DAY - 3 * hour),  # a 304: another day watched
+    ])  # fmt: skip
+    first, unchanged, changed, not_modified = rows
+    assert (first["change_dated"], first["change_dated_s"]) == (0.5, 30 * 86400.0)
+    fade = math.exp(-1 / 180)  # a day against schedule.change_memory_s (180 days)
+    assert unchanged["change_dated_s"] == pytest.approx(fade * 30 * 86400.0 + 86400.0)
+    assert changed["change_dated"] == pytest.approx(fade * fade * 0.5 + 1.0)
+    assert changed["change_dated_s"] == pytest.approx(
+        fade * unchanged["change_dated_s"] + 3 * 3600.0
+    )
+    assert not_modified["change_dated_s"] == pytest.approx(
+        fade * changed["change_dated_s"] + 86400.0
+    )
+    # the estimate is the dated one: changes over watched time, with a weak prior
+    xd, ed = not_modified["change_dated"], not_modified["change_dated_s"]
+    a0, lam0 = 0.1, 1 / MODEL.prior_change_interval_s
+    assert not_modified["change_rate"] == pytest.approx((xd + a0) / (ed + a0 / lam0))
+
+
+def test_an_hourly_page_is_known_fast_from_its_first_visits() -> None:
+    minutes = timedelta(minutes=20)
+    fast = dated_visits([("success", str(i), AT + i * DAY - minutes) for i in range(3)])
+    per_day = [row["change_rate"] * 86400 for row in fast]
+    assert per_day[0] > 0.8  # one dated change: the weak prior holds it under a day
+    assert per_day[2] > 2.5 > per_day[1] > per_day[0]
+    (slow,) = dated_visits([("success", "a", AT - 200 * DAY)])
+    assert slow["change_rate"] * 86400 < 0.01
+    # without dates three changed daily visits say little more than "daily"
+    undated = dated_visits([("success", str(i), None) for i in range(3)])
+    assert undated[2]["change_rate"] * 86400 < 1.5
+
+
+def test_last_modified_that_contradicts_the_content_is_not_used_again() -> None:
+    stamped = [("success", "a", AT + i * DAY) for i in range(4)]  # a fresh date on every response
+    rows = dated_visits(stamped)
+    assert rows[0]["change_dated"] == 0.5  # nothing to contradict yet
+    assert all(r["change_dated_s"] == -1.0 and r["change_dated"] == 0.0 for r in rows[1:])
+    undated = dated_visits([("success", "a", None)] * 4)  # the visit-only estimate takes over
+    assert rows[-1]["change_rate"] == pytest.approx(undated[-1]["change_rate"])
+    # a date that stays put while the content changes is as bad
+    frozen = dated_visits([("success", str(i), AT - 30 * DAY) for i in range(3)])
+    assert frozen[-1]["change_dated_s"] == -1.0
+    # and one from the future
+    future = dated_visits([("success", "a", AT - DAY), ("success", "b", AT + 5 * DAY)])
+    assert future[-1]["change_dated_s"] == -1.0
 
 
 def test_failures_between_content_visits_do_not_shorten_the_interval() -> None:

@@ -118,7 +118,8 @@ def recrawl_priority(ctx: StageContext) -> Column:
     form of ``trawl.changerate.priority``; new URLs on the same scale).
 
     lagrangian:  (w/λ)(1 - (1 + λτ) e^{-λτ}), or w/λ if never read, known
-                 changed or still probing (every visit saw a change);
+                 changed or still probing (every visit saw a change, and
+                 no Last-Modified dated one);
     change_prob: w (1 - e^{-λτ}), or w;
     uniform:     τ, the least recently read first (never read: first of all);
     adaptive:    w, as Nutch's generator sorts by score.
@@ -134,7 +135,12 @@ def recrawl_priority(ctx: StageContext) -> Column:
     x = rate * tau
     if sched.policy == "change_prob":
         return F.when(tau.isNull(), w).otherwise(w * -F.expm1(-x))
-    probing = (F.col("change_visits") > 0) & (F.col("change_unchanged_s") == 0)
+    dated = (F.col("change_dated_s") > 0) | (F.col("change_dated") > 0)
+    probing = (
+        (F.col("change_visits") > 0)
+        & (F.col("change_unchanged_s") == 0)
+        & ~F.coalesce(dated, F.lit(False))
+    )
     value = w / rate * F.greatest(F.lit(0.0), -F.expm1(-x) - x * F.exp(-x))
     return F.when(tau.isNull() | F.coalesce(probing, F.lit(False)), w / rate).otherwise(value)
 

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import UTC, datetime
-from email.utils import format_datetime, parsedate_to_datetime
+from datetime import datetime
+
+from trawl.httpdate import http_date, parse_http_date
+
+__all__ = ["http_date", "not_modified", "parse_http_date", "strong_etag"]
 
 _ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')  # RFC 9110 8.8.3: [ W/ ] DQUOTE *etagc DQUOTE
 
@@ -33,20 +36,6 @@ _ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')  # RFC 9110 8.8.3: [ W/ ] DQUOTE *
 def strong_etag(content: bytes) -> str:
     """A strong entity-tag for ``content``: part of its SHA-256, quoted."""
     return f'"{hashlib.sha256(content).hexdigest()[:24]}"'
-
-
-def http_date(at: datetime) -> str:
-    """``at`` as an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), fractions dropped."""
-    return format_datetime(at.astimezone(UTC).replace(microsecond=0), usegmt=True)
-
-
-def parse_http_date(value: str) -> datetime | None:
-    """An HTTP-date as an aware UTC datetime, or None if it is not one."""
-    try:
-        when = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def none_match_hits(field: str, etag: str) -> bool:
