@@ -82,6 +82,15 @@ class FetchConfig:
 
 
 @dataclass(frozen=True)
+class WarcConfig:
+    prefix: str = "trawl"
+    max_file_bytes: int = 1_000_000_000
+    operator: str = ""
+    metadata: bool = True
+    revisits: bool = True
+
+
+@dataclass(frozen=True)
 class PolitenessConfig:
     min_delay_s: float = 1.0
     delay_factor: float = 10.0
@@ -179,6 +188,7 @@ class Config:
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    warc: WarcConfig = field(default_factory=WarcConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -283,6 +293,10 @@ def _validate(cfg: Config) -> None:
     if sched.gone_after < 1:
         raise ConfigError("schedule.gone_after must be at least 1")
     _validate_dedup(cfg.dedup)
+    if not re.fullmatch(r"[A-Za-z0-9._\-]+", cfg.warc.prefix):
+        raise ConfigError(f"warc.prefix must be [A-Za-z0-9._-]+, got {cfg.warc.prefix!r}")
+    if cfg.warc.max_file_bytes < 1_000_000:
+        raise ConfigError("warc.max_file_bytes must be at least 1000000")
     for key in ("fetch.follow_redirects", "politeness.max_failures", "schedule.max_retries"):
         section, name = key.split(".")
         if getattr(getattr(cfg, section), name) < 0:

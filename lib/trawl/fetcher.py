@@ -33,7 +33,13 @@ from trawl.robots import RobotsRules, rules_for_fetch
 from trawl.simhash import to_signed
 from trawl.sitemaps import parse_sitemap
 from trawl.status import FetchOutcome, outcome_for_http
-from trawl.warc import WarcWriter
+from trawl.warc import (
+    REVISIT_IDENTICAL,
+    REVISIT_NOT_MODIFIED,
+    TaskArchive,
+    WarcWriter,
+    payload_digest,
+)
 
 MAX_ROBOTS_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
 Row = dict[str, Any]
@@ -47,6 +53,23 @@ def origin_of(url: str) -> str:
 
 def _is_gzip(data: bytes) -> bool:
     return data[:2] == b"\x1f\x8b"
+
+
+Capture = tuple[WarcWriter, str]  # the file a capture went to, and its response's record id
+
+
+def user_agent(cfg: Config) -> str:
+    """The User-Agent header the fetcher sends."""
+    h = cfg.http
+    return h.user_agent or user_agent_string(h.agent_name, __version__, h.contact_url or None)
+
+
+def _subset(outcome: FetchOutcome) -> str:
+    """The task's WARC file for a page fetch with this outcome (``warc.SUBSETS``):
+    pages and 304s with the pages, everything else with the diagnostics."""
+    if outcome in (FetchOutcome.SUCCESS, FetchOutcome.NOTMODIFIED):
+        return "warc"
+    return "crawldiagnostics"
 
 
 def robots_url_for(url: str) -> str:
@@ -79,7 +102,7 @@ class Visit:
 
 class Fetcher:
     def __init__(
-        self, cfg: Config, resolver: Resolver, client: HttpClient, warc: WarcWriter | None
+        self, cfg: Config, resolver: Resolver, client: HttpClient, warc: TaskArchive | None
     ) -> None:
         self.cfg = cfg
         self.agent = cfg.http.agent_name
@@ -91,11 +114,10 @@ class Fetcher:
         self.not_after: float | None = None
 
     @classmethod
-    def from_config(cls, cfg: Config, warc: WarcWriter | None = None) -> Fetcher:
+    def from_config(cls, cfg: Config, warc: TaskArchive | None = None) -> Fetcher:
         h = cfg.http
-        agent = h.user_agent or user_agent_string(h.agent_name, __version__, h.contact_url or None)
         client = HttpClient(
-            agent,
+            user_agent(cfg),
             connect_timeout_s=h.connect_timeout_s,
             read_timeout_s=h.read_timeout_s,
             total_timeout_s=h.total_timeout_s,
@@ -124,7 +146,7 @@ class Fetcher:
             except FetchError as exc:
                 error = f"{exc.kind}: {exc}"
                 break
-            self._archive(target, resp, started)
+            self._archive(target, resp, started, "robotstxt")
             status = resp.status
             location = resp.header("location")
             if status in (301, 302, 303, 307, 308) and location and hops < MAX_ROBOTS_REDIRECTS:
@@ -160,10 +182,12 @@ class Fetcher:
 
     # -- pages -----------------------------------------------------------------
 
-    def visit_page(self, item: Mapping[str, Any], ip: str) -> Visit:
+    def visit_page(self, item: Mapping[str, Any], ip: str, robots: str = "allowed") -> Visit:
+        """Fetch one page (``robots``: the robots decision that allowed it)."""
         url = str(item["url"])
         started = datetime.now(UTC)
         row = self.base_row(item, "page", url, ip, started)
+        row["robots_decision"] = robots
         try:
             resp = self.client.get(
                 url, ip, self._conditional_headers(item), not_after=self.not_after
@@ -173,10 +197,12 @@ class Fetcher:
             row.update(
                 outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}", elapsed_s=elapsed
             )
+            self._archive_failure(url, ip, started, row)
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
         row.update(self._response_fields(resp, outcome))
-        row.update(self._archive(url, resp, started))
+        fields, capture = self._archive(url, resp, started, _subset(outcome))
+        row.update(fields)
         if outcome is FetchOutcome.SUCCESS:
             before = item.get("content_sha256")
             row["changed"] = None if not before else row["content_sha256"] != before
@@ -199,6 +225,8 @@ class Fetcher:
         if outcome is FetchOutcome.RETRY:
             retry_after = retry_after_s(resp.header("retry-after"), started)
         failed = outcome is FetchOutcome.RETRY
+        if capture is not None and outcome in (FetchOutcome.SUCCESS, FetchOutcome.NOTMODIFIED):
+            self._archive_metadata(url, started, row, capture)
         return Visit(row, resp.elapsed_s, failed=failed, retry_after_s=retry_after)
 
     def _conditional_headers(self, item: Mapping[str, Any]) -> dict[str, str]:
@@ -317,21 +345,73 @@ class Fetcher:
         except urlnorm.UrlError:
             return None
 
-    def _archive(self, url: str, resp: HttpResponse, fetched_at: datetime) -> Row:
+    def _archive(
+        self, url: str, resp: HttpResponse, fetched_at: datetime, subset: str
+    ) -> tuple[Row, Capture | None]:
+        """Write the exchange to the task's ``subset`` file: a response and its
+        request, or a revisit (a 304, or a payload this task already stored).
+        Returns the fetch row's WARC fields and the (file, record) written."""
         if self.warc is None:
-            return {}
+            return {}, None
+        exchange: dict[str, Any] = {
+            "url": url,
+            "ip": resp.ip,
+            "fetched_at": fetched_at,
+            "request_head": resp.request_head,
+            "status_line": f"{resp.http_version} {resp.status} {resp.reason}",
+            "response_headers": resp.headers,
+        }
+        revisits = self.cfg.warc.revisits
         with self._warc_lock:
-            ref = self.warc.write_exchange(
-                url=url,
-                ip=resp.ip,
-                fetched_at=fetched_at,
-                request_head=resp.request_head,
-                status_line=f"{resp.http_version} {resp.status} {resp.reason}",
-                response_headers=resp.headers,
-                body=resp.raw_body,
-                truncated=resp.truncated,
+            writer = self.warc.writer(subset)
+            if revisits and resp.status == 304:
+                ref = writer.write_revisit(**exchange, profile=REVISIT_NOT_MODIFIED)
+            else:
+                digest = payload_digest(resp.raw_body)
+                earlier = self.warc.stored(digest) if revisits and subset == "warc" else None
+                if earlier is not None and not resp.truncated:
+                    ref = writer.write_revisit(
+                        **exchange, profile=REVISIT_IDENTICAL, digest=digest, refers_to=earlier
+                    )
+                else:
+                    ref = writer.write_exchange(
+                        **exchange, body=resp.raw_body, truncated=resp.truncated
+                    )
+                    if subset == "warc" and not resp.truncated:
+                        self.warc.remember(digest, ref, url, fetched_at)
+        fields = {"warc_file": ref.file, "warc_offset": ref.offset, "warc_length": ref.length}
+        return fields, (writer, ref.record_id)
+
+    def _archive_metadata(self, url: str, fetched_at: datetime, row: Row, capture: Capture) -> None:
+        """The capture's ``metadata`` record, beside its response (same file):
+        timings, the robots decision, whether the content changed, outlinks."""
+        if not self.cfg.warc.metadata:
+            return
+        fields: list[tuple[str, str]] = [
+            ("fetchTimeMs", str(round((row.get("elapsed_s") or 0.0) * 1000))),
+            ("ttfbMs", str(round((row.get("ttfb_s") or 0.0) * 1000))),
+            ("robots", str(row.get("robots_decision") or "")),
+        ]
+        if row.get("changed") is not None:
+            fields.append(("changed", "yes" if row["changed"] else "no"))
+        if row.get("robots_meta"):
+            fields.append(("robotsMeta", str(row["robots_meta"])))
+        fields += [("outlink", str(link["url"])) for link in row.get("outlinks") or ()]
+        writer, record_id = capture
+        with self._warc_lock:
+            writer.write_metadata(
+                url=url, fetched_at=fetched_at, fields=fields, concurrent_to=record_id
             )
-        return {"warc_file": ref.file, "warc_offset": ref.offset, "warc_length": ref.length}
+
+    def _archive_failure(self, url: str, ip: str, fetched_at: datetime, row: Row) -> None:
+        """A fetch that got no response: a metadata record in crawldiagnostics."""
+        if self.warc is None:
+            return
+        fields = [("fetchError", str(row.get("error") or "")), ("ip", ip)]
+        with self._warc_lock:
+            self.warc.writer("crawldiagnostics").write_metadata(
+                url=url, fetched_at=fetched_at, fields=fields
+            )
 
     def base_row(
         self, item: Mapping[str, Any], kind: str, url: str, ip: str | None, started: datetime

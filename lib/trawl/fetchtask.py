@@ -39,19 +39,18 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from trawl import __version__
 from trawl.config import Config
-from trawl.fetcher import Fetcher, Row, Visit, origin_of
+from trawl.fetcher import Fetcher, Row, Visit, origin_of, user_agent
 from trawl.frontier import admit, url_filter
 from trawl.politeness import GapRule, HostScheduler
 from trawl.resolver import AddressRefused
 from trawl.robots import UNREACHABLE_REASONS, RobotsRules
 from trawl.status import FetchOutcome
 from trawl.urlnorm import registered_domain
-from trawl.warc import WarcWriter, warc_filename
+from trawl.warc import TaskArchive
 
 ROBOTS_ATTEMPTS = 3  # robots.txt fetches per host and task while it is unreachable
 # An operator's verdict on a host: None (no rule), or (why it must stop --
@@ -229,8 +228,7 @@ class FetchTask:
             return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
         if not rules.allowed(str(item["url"])):
             return self._no_request(item, FetchOutcome.ROBOTS_DENIED, _denied(rules))
-        visit = self.fetcher.visit_page(item, ip)
-        visit.row["robots_decision"] = _allowed(rules)
+        visit = self.fetcher.visit_page(item, ip, _allowed(rules))
         return visit
 
     def visit_robots(self, host: str, item: Mapping[str, Any], origin: str, ip: str) -> Visit:
@@ -412,11 +410,19 @@ def run_fetch_task(
     """
     writer = None
     if warc_dir:
-        Path(warc_dir).mkdir(parents=True, exist_ok=True)
-        writer = WarcWriter(
-            Path(warc_dir) / warc_filename("trawl", segment, task),
+        writer = TaskArchive(
+            warc_dir,
+            segment,
+            task,
             software=f"trawl/{__version__}",
-            extra_info={"segment": segment, "robots": "obey", "isPartOf": segment},
+            prefix=cfg.warc.prefix,
+            max_file_bytes=cfg.warc.max_file_bytes,
+            operator=cfg.warc.operator or None,
+            extra_info={
+                "isPartOf": segment,
+                "robots": "obey",
+                "http-header-user-agent": user_agent(cfg),
+            },
         )
     fetcher = Fetcher.from_config(cfg, writer)
     try:

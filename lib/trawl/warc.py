@@ -45,11 +45,32 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.utils import Digester
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["TRUNCATION_REASONS", "WarcRef", "WarcWriter", "warc_filename"]
+__all__ = [
+    "REVISIT_IDENTICAL",
+    "REVISIT_NOT_MODIFIED",
+    "SUBSETS",
+    "TRUNCATION_REASONS",
+    "Stored",
+    "TaskArchive",
+    "WarcRef",
+    "WarcWriter",
+    "payload_digest",
+    "warc_filename",
+]
 
 WARC_VERSION = "WARC/1.1"
 WARC_FORMAT = "WARC File Format 1.1"
 WARC_CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+
+# WARC 1.1 section 6.7.2 and 6.7.3: the two revisit profiles.
+REVISIT_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+REVISIT_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+
+#: The files of a fetch task, as Common Crawl splits a segment: pages (and
+#: their revisits), robots.txt fetches, and everything that is not a page
+#: (redirects, 4xx and 5xx answers, failed fetches). The main subset's name
+#: carries no subset part.
+SUBSETS = ("warc", "robotstxt", "crawldiagnostics")
 
 # WARC 1.1 section 5.15 (WARC-Truncated) reason tokens.
 TRUNCATION_REASONS = frozenset({"length", "time", "disconnect", "unspecified"})
@@ -86,11 +107,27 @@ class WarcRef:
     record_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A response record a revisit can refer to (WARC-Refers-To-*)."""
+
+    record_id: str
+    target_uri: str
+    date: str  # its WARC-Date
+
+
 class _Writer(WARCWriter):  # type: ignore[misc]  # warcio is untyped
     # WARC 1.1 section 4: 'warcinfo', 'metadata' and 'revisit' records have no
     # payload, so no WARC-Payload-Digest (section 5.9); warcio would add one to
     # metadata records.
-    NO_PAYLOAD_DIGEST_TYPES = ("warcinfo", "revisit", "metadata")
+    NO_PAYLOAD_DIGEST_TYPES = ("warcinfo", "revisit", "metadata", "_revisit_block")
+
+
+# warcio writes a record of type "revisit" as its parsed HTTP headers only; ours
+# carry the head as raw bytes (no parsed headers), so they go through the writer
+# under this internal type, which makes it copy the block. WARC-Type still says
+# "revisit": the type is only in the headers we give.
+_REVISIT_BLOCK = "_revisit_block"
 
 
 def warc_filename(prefix: str, segment: str, task: int, serial: int = 0) -> str:
@@ -127,8 +164,10 @@ class WarcWriter:
         software: str,
         operator: str | None = None,
         extra_info: Mapping[str, str] | None = None,
+        subset: str = "warc",
     ) -> None:
         self._path = Path(path)
+        self.subset = subset  # which of a task's files (SUBSETS) this is
         self._fh: BinaryIO | None = self._path.open("wb")
         self._writer = _Writer(self._fh, gzip=True, warc_version=WARC_VERSION)
         self._records = 0
@@ -152,6 +191,11 @@ class WarcWriter:
     @property
     def warcinfo_id(self) -> str:
         return self._warcinfo_id
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far."""
+        return self._fh.tell() if self._fh is not None else self._path.stat().st_size
 
     def close(self) -> None:
         """Flush and close the file. Safe to call twice."""
@@ -206,18 +250,64 @@ class WarcWriter:
         ref = self._write_record(
             "response", response_fields, head + body, _HTTP_RESPONSE_TYPE, payload=body
         )
-        request_fields = [
+        self._write_request(request_head, common, response_id)
+        return ref
+
+    def _write_request(
+        self, request_head: bytes, common: list[tuple[str, str]], concurrent_to: str
+    ) -> None:
+        fields = [
             ("WARC-Record-ID", _new_record_id()),
             *common,
-            ("WARC-Concurrent-To", response_id),  # section 5.7: same capture event
+            ("WARC-Concurrent-To", concurrent_to),  # section 5.7: same capture event
         ]
-        self._write_record(
-            "request",
-            request_fields,
-            request_head,
-            _HTTP_REQUEST_TYPE,
-            payload=_request_payload(request_head),
+        payload = _request_payload(request_head)
+        self._write_record("request", fields, request_head, _HTTP_REQUEST_TYPE, payload=payload)
+
+    def write_revisit(
+        self,
+        *,
+        url: str,
+        ip: str | None,
+        fetched_at: datetime,
+        request_head: bytes,
+        status_line: str,
+        response_headers: Sequence[tuple[str, str]],
+        profile: str,
+        digest: str | None = None,
+        refers_to: Stored | None = None,
+    ) -> WarcRef:
+        """Write a ``revisit`` record (section 6.7) then its ``request`` record.
+
+        The block is the response head only (status line and headers, as
+        ``write_exchange`` writes them); no payload is stored.
+        ``REVISIT_IDENTICAL``: the payload (``digest``, its
+        ``payload_digest``) equals that of ``refers_to``, a response this
+        crawl stored. ``REVISIT_NOT_MODIFIED``: a 304; ``refers_to`` when the
+        copy it confirms is known. WARC-Refers-To, -Target-URI and -Date name
+        the earlier record (sections 5.11, 5.12, 5.13).
+        """
+        if profile not in (REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED):
+            raise ValueError(f"unknown revisit profile {profile!r}")
+        if profile == REVISIT_IDENTICAL and (digest is None or refers_to is None):
+            raise ValueError("an identical-payload-digest revisit needs the digest and the record")
+        warc_date = _warc_date(fetched_at)
+        common = [("WARC-Target-URI", _target_uri(url)), ("WARC-Date", warc_date)]
+        if ip:
+            common.append(("WARC-IP-Address", _ip_address(ip)))
+        revisit_id = _new_record_id()
+        fields = [("WARC-Record-ID", revisit_id), *common, ("WARC-Profile", profile)]
+        if refers_to is not None:
+            fields += [
+                ("WARC-Refers-To", refers_to.record_id),
+                ("WARC-Refers-To-Target-URI", refers_to.target_uri),
+                ("WARC-Refers-To-Date", refers_to.date),
+            ]
+        head = _response_head(status_line, response_headers)
+        ref = self._write_record(
+            "revisit", fields, head, _HTTP_RESPONSE_TYPE, payload_digest=digest
         )
+        self._write_request(request_head, common, revisit_id)
         return ref
 
     def write_metadata(
@@ -225,13 +315,14 @@ class WarcWriter:
         *,
         url: str,
         fetched_at: datetime,
-        fields: Mapping[str, str],
+        fields: Mapping[str, str] | Sequence[tuple[str, str]],
         concurrent_to: str | None = None,
     ) -> WarcRef:
         """Write a ``metadata`` record (section 6.6) of ``application/warc-fields``.
 
-        ``fields`` become ``name: value`` lines (e.g. ``via``, ``fetchTimeMs``);
-        line breaks in values are replaced by spaces. ``concurrent_to`` is the
+        ``fields`` become ``name: value`` lines (e.g. ``via``, ``fetchTimeMs``;
+        a sequence of pairs may repeat a name, as ``outlink`` does); line
+        breaks in values are replaced by spaces. ``concurrent_to`` is the
         WARC-Record-ID of the response from the same capture event
         (``WarcRef.record_id``).
         """
@@ -273,15 +364,20 @@ class WarcWriter:
         content_type: str,
         *,
         payload: bytes | None = None,
+        payload_digest: str | None = None,
     ) -> WarcRef:
-        """Write one record whose block is ``block`` verbatim."""
+        """Write one record whose block is ``block`` verbatim; its payload digest
+        from ``payload``, or given (a revisit's, of the payload not stored)."""
         fields = [("WARC-Type", rec_type), *fields, ("WARC-Warcinfo-ID", self._warcinfo_id)]
         fields.append(("WARC-Block-Digest", _sha1(block)))  # section 5.8
         if payload is not None:
-            fields.append(("WARC-Payload-Digest", _sha1(payload)))  # section 5.9
+            payload_digest = _sha1(payload)
+        if payload_digest is not None:
+            fields.append(("WARC-Payload-Digest", payload_digest))  # section 5.9
         headers = StatusAndHeaders("", fields, protocol=WARC_VERSION)
+        write_as = _REVISIT_BLOCK if rec_type == "revisit" else rec_type
         record = ArcWarcRecord(
-            "warc", rec_type, headers, BytesIO(block), None, content_type, len(block)
+            "warc", write_as, headers, BytesIO(block), None, content_type, len(block)
         )
         record_id = str(headers.get_header("WARC-Record-ID"))
         return self._write(record, record_id)
@@ -295,12 +391,98 @@ class WarcWriter:
         return WarcRef(self._path.name, offset, self._fh.tell() - offset, record_id)
 
 
+class TaskArchive:
+    """The WARC files of one fetch task: one rotating writer per subset.
+
+    ``writer(subset)`` is the subset's current file, opened on first use
+    (with its ``warcinfo``) and replaced by the next serial once it has
+    reached ``max_file_bytes``; call it once per capture, so the records of
+    one capture stay in one file. Files replaced stay open until ``close``,
+    so a metadata record written after parsing still joins its response.
+    ``stored``/``remember`` keep the first response of every payload digest
+    the task archived, for identical-payload-digest revisits (at most
+    ``MAX_REMEMBERED`` of them). Not thread-safe: the caller serialises.
+    """
+
+    MAX_REMEMBERED = 200_000
+
+    def __init__(
+        self,
+        directory: str | Path,
+        segment: str,
+        task: int,
+        *,
+        software: str,
+        prefix: str = "trawl",
+        max_file_bytes: int = 1_000_000_000,
+        operator: str | None = None,
+        extra_info: Mapping[str, str] | None = None,
+    ) -> None:
+        self._dir = Path(directory)
+        self._segment, self._task, self._prefix = segment, task, prefix
+        self._max = max_file_bytes
+        self._software, self._operator = software, operator
+        self._extra = dict(extra_info or {})
+        self._current: dict[str, WarcWriter] = {}
+        self._all: list[WarcWriter] = []
+        self._stored: dict[str, Stored] = {}
+        warc_filename(prefix, segment, task)  # validates the name parts now
+
+    def writer(self, subset: str) -> WarcWriter:
+        if subset not in SUBSETS:
+            raise ValueError(f"unknown WARC subset {subset!r} (known: {', '.join(SUBSETS)})")
+        current = self._current.get(subset)
+        if current is not None and current.size < self._max:
+            return current
+        serial = sum(1 for w in self._all if w.subset == subset)
+        prefix = self._prefix if subset == "warc" else f"{self._prefix}-{subset}"
+        self._dir.mkdir(parents=True, exist_ok=True)
+        path = self._dir / warc_filename(prefix, self._segment, self._task, serial)
+        writer = WarcWriter(path, self._software, self._operator, self._extra, subset=subset)
+        self._current[subset] = writer
+        self._all.append(writer)
+        return writer
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file opened so far, in order."""
+        return [w.path for w in self._all]
+
+    def stored(self, digest: str) -> Stored | None:
+        return self._stored.get(digest)
+
+    def remember(self, digest: str, ref: WarcRef, url: str, fetched_at: datetime) -> None:
+        """Note the response record ``ref`` as the first copy of ``digest``."""
+        if digest not in self._stored and len(self._stored) < self.MAX_REMEMBERED:
+            self._stored[digest] = Stored(ref.record_id, _target_uri(url), _warc_date(fetched_at))
+
+    def close(self) -> None:
+        for writer in self._all:
+            writer.close()
+
+    def __enter__(self) -> TaskArchive:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 # --- field helpers ---------------------------------------------------------------
 
 
 def _new_record_id() -> str:
     # Section 5.2 (WARC-Record-ID): a globally unique URI; urn:uuid as WARC tools write.
     return str(StatusAndHeadersParser.make_warc_id())
+
+
+def payload_digest(payload: bytes) -> str:
+    """WARC-Payload-Digest of ``payload`` (the body as stored): sha1, base32."""
+    return _sha1(payload)
 
 
 def _sha1(data: bytes) -> str:
@@ -345,9 +527,10 @@ def _field_value(value: str) -> str:
     return _NEWLINES.sub(" ", str(value)).strip()
 
 
-def _warc_fields(fields: Mapping[str, str]) -> bytes:
+def _warc_fields(fields: Mapping[str, str] | Sequence[tuple[str, str]]) -> bytes:
     """An application/warc-fields block (section 8.3): ``name: value`` CRLF lines."""
-    lines = (f"{_field_name(k)}: {_field_value(v)}\r\n" for k, v in fields.items())
+    pairs = fields.items() if isinstance(fields, Mapping) else fields
+    lines = (f"{_field_name(k)}: {_field_value(v)}\r\n" for k, v in pairs)
     return "".join(lines).encode("utf-8")
 
 

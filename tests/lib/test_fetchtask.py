@@ -217,10 +217,36 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
         assert record.http_headers.get_statuscode() == "200"
         body = record.content_stream().read()
         assert hashlib.sha256(body).hexdigest() == row["content_sha256"]
-    with warc.open("rb") as fh:
-        kinds = Counter(r.rec_type for r in ArchiveIterator(fh))
-    assert kinds["warcinfo"] == 1
-    assert kinds["response"] == kinds["request"] == len(log)  # robots.txt included
+    # three files, as Common Crawl splits a segment: pages, robots.txt, the rest
+    files = sorted(p.name for p in (tmp_path / "warc").iterdir())
+    assert files == [
+        "trawl-crawldiagnostics-seg1-00000-00000.warc.gz",
+        "trawl-robotstxt-seg1-00000-00000.warc.gz",
+        "trawl-seg1-00000-00000.warc.gz",
+    ]
+    total: Counter[str] = Counter()
+    for name in files:
+        with (tmp_path / "warc" / name).open("rb") as fh:
+            records = list(ArchiveIterator(fh))
+        assert records[0].rec_type == "warcinfo"
+        kinds = Counter(r.rec_type for r in records)
+        total.update(kinds)
+        assert kinds["warcinfo"] == 1
+        answers = [r for r in records if r.rec_type in ("response", "revisit")]
+        urls = [r.rec_headers.get_header("WARC-Target-URI") for r in answers]
+        statuses = {r.http_headers.get_statuscode() for r in answers}
+        if "robotstxt" in name:
+            assert all(u.endswith("/robots.txt") for u in urls)
+        elif "crawldiagnostics" in name:
+            assert not any(u.endswith("/robots.txt") for u in urls)
+            assert all(not code.startswith("2") for code in statuses)
+        else:
+            assert statuses == {"200"} and kinds["revisit"] == 0
+            # every page has its metadata record, concurrent to the response
+            ids = {r.rec_headers.get_header("WARC-Record-ID") for r in answers}
+            meta = [r for r in records if r.rec_type == "metadata"]
+            assert {m.rec_headers.get_header("WARC-Concurrent-To") for m in meta} == ids
+    assert total["response"] == total["request"] == len(log)  # robots.txt included
 
 
 def test_without_allow_networks_everything_is_blocked(model: WebModel, tmp_path: Path) -> None:
@@ -496,3 +522,67 @@ def test_trawl_policy_set_block_reaches_a_running_fetch(model: WebModel, tmp_pat
     assert len(stopped) >= len(items) - len(log)
     assert all(r["error"].startswith("policy: blocked") for r in stopped)
     assert all("site owner asked (ops)" in r["error"] for r in stopped)
+
+
+def warc_by_type(directory: Path) -> dict[str, list[Any]]:
+    """(headers, http headers) of every record in the directory's WARC files, by type."""
+    out: dict[str, list[Any]] = defaultdict(list)
+    for path in sorted(directory.glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for record in ArchiveIterator(fh, check_digests="raise"):
+                record.content_stream().read()
+                out[record.rec_type].append((dict(record.rec_headers.headers), record.http_headers))
+    return out
+
+
+def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
+    model = WebModel.generate(SEED, hosts=6, ips=2, pages_per_host=(3, 6), dup_families=4)
+    assert model.exact_copies(), "the seed needs byte-identical copies"
+    with TestWeb(model, tmp_path / "web") as web:
+        items = items_for(model, web.port)
+        first = page_rows(
+            list(run_fetch_task(items, config(web), "s1", 0, str(tmp_path / "w1"), 60))
+        )
+        # the second visit sends the validators the first one stored
+        again = []
+        for item in items:
+            row = first[item["url"]]
+            if row["outcome"] == "success":
+                again.append({**item, "etag": row["etag"], "content_sha256": row["content_sha256"],
+                              "last_modified": row["last_modified"]})  # fmt: skip
+        second = page_rows(
+            list(run_fetch_task(again, config(web), "s2", 0, str(tmp_path / "w2"), 60))
+        )
+    records = warc_by_type(tmp_path / "w1")
+    responses = {h["WARC-Record-ID"]: h for h, _ in records["response"]}
+    by_uri = {h["WARC-Target-URI"]: h for h, _ in records["response"] + records["revisit"]}
+    copies = [[urlnorm.normalize(u) for u in g] for g in model.exact_copies(web.port)]
+    revisited = 0
+    for urls in copies:
+        kinds = [by_uri[u]["WARC-Type"] for u in urls]
+        assert kinds.count("response") == 1, urls  # one copy stored, the others refer to it
+        for u in urls:
+            head = by_uri[u]
+            if head["WARC-Type"] == "revisit":
+                revisited += 1
+                stored = responses[head["WARC-Refers-To"]]
+                assert head["WARC-Profile"].endswith("/identical-payload-digest")
+                assert head["WARC-Payload-Digest"] == stored["WARC-Payload-Digest"]
+                assert head["WARC-Refers-To-Target-URI"] == stored["WARC-Target-URI"]
+                assert head["WARC-Refers-To-Date"] == stored["WARC-Date"]
+    assert revisited == sum(len(g) - 1 for g in copies) > 0
+    # a copy's fetch row is a success like any other, and points at its record
+    for u in (u for g in copies for u in g):
+        assert first[u]["outcome"] == "success" and first[u]["warc_length"] > 0
+    # second visit: every stored page answers 304, archived as server-not-modified revisits
+    assert {r["outcome"] for r in second.values()} == {"notmodified"}
+    again_records = warc_by_type(tmp_path / "w2")
+    stored_again = [h["WARC-Target-URI"] for h, _ in again_records["response"]]
+    assert all(u.endswith("/robots.txt") for u in stored_again)  # no page stored twice
+    not_modified = [h for h, _ in again_records["revisit"]]
+    assert len(not_modified) == len(second)
+    assert all(h["WARC-Profile"].endswith("/server-not-modified") for h in not_modified)
+    metadata = [h for h, _ in again_records["metadata"]]
+    assert {h["WARC-Concurrent-To"] for h in metadata} >= {
+        h["WARC-Record-ID"] for h in not_modified
+    }

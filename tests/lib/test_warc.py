@@ -6,7 +6,10 @@ import base64
 import gzip
 import hashlib
 import io
+import random
 import socket
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,16 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from trawl.warc import WarcRef, WarcWriter, warc_filename
+from trawl.warc import (
+    REVISIT_IDENTICAL,
+    REVISIT_NOT_MODIFIED,
+    Stored,
+    TaskArchive,
+    WarcRef,
+    WarcWriter,
+    payload_digest,
+    warc_filename,
+)
 
 CONFORMANCE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
 WARC_SAMPLES = CONFORMANCE / "warc_samples"
@@ -492,3 +504,139 @@ def test_conformance_bad_digest_sample_is_reported() -> None:
     ):
         for record in ArchiveIterator(fh, check_digests="raise"):
             record.raw_stream.read()
+
+
+# --- revisits, rotation and the task's files ---------------------------------------
+
+
+def warcio_check(*paths: Path) -> None:
+    """``warcio check`` (the digest checker archive builders run) passes."""
+    warcio = Path(sys.executable).with_name("warcio")
+    done = subprocess.run(
+        [str(warcio), "check", "-v", *map(str, paths)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "digest pass" in done.stdout and "digest fail" not in done.stdout
+
+
+def test_revisit_records_of_both_profiles(tmp_path: Path) -> None:
+    path = tmp_path / "r.warc.gz"
+    with WarcWriter(path, "trawl/0.1") as writer:
+        first = writer.write_exchange(
+            url="http://example.com/a",
+            ip="10.0.0.1",
+            fetched_at=FETCHED_AT,
+            request_head=request_head("/a"),
+            status_line="HTTP/1.1 200 OK",
+            response_headers=[("Content-Type", "text/html"), ("ETag", '"v1"')],
+            body=HTML_BODY,
+        )
+        stored = Stored(first.record_id, "http://example.com/a", "2024-05-06T07:08:09.250000Z")
+        dup = writer.write_revisit(
+            url="http://mirror.example.com/a",
+            ip="10.0.0.2",
+            fetched_at=FETCHED_AT + timedelta(seconds=5),
+            request_head=request_head("/a", "mirror.example.com"),
+            status_line="HTTP/1.1 200 OK",
+            response_headers=[("Content-Type", "text/html")],
+            profile=REVISIT_IDENTICAL,
+            digest=payload_digest(HTML_BODY),
+            refers_to=stored,
+        )
+        not_modified = writer.write_revisit(
+            url="http://example.com/a",
+            ip="10.0.0.1",
+            fetched_at=FETCHED_AT + timedelta(days=1),
+            request_head=request_head("/a"),
+            status_line="HTTP/1.1 304 Not Modified",
+            response_headers=[("ETag", '"v1"')],
+            profile=REVISIT_NOT_MODIFIED,
+        )
+    records = read_records(path)
+    assert [r["type"] for r in records] == [
+        "warcinfo", "response", "request", "revisit", "request", "revisit", "request"
+    ]  # fmt: skip
+    identical, nm = records[3]["headers"], records[5]["headers"]
+    assert identical["WARC-Profile"] == REVISIT_IDENTICAL
+    assert identical["WARC-Payload-Digest"] == records[1]["headers"]["WARC-Payload-Digest"]
+    assert identical["WARC-Refers-To"] == first.record_id
+    assert identical["WARC-Refers-To-Target-URI"] == "http://example.com/a"
+    assert identical["WARC-Refers-To-Date"] == records[1]["headers"]["WARC-Date"]
+    assert records[3]["raw"] == b""  # the block is the response head, no payload
+    assert records[3]["http"].get_header("Content-Type") == "text/html"
+    assert nm["WARC-Profile"] == REVISIT_NOT_MODIFIED and "WARC-Payload-Digest" not in nm
+    assert "WARC-Refers-To" not in nm and records[5]["http"].get_statuscode() == "304"
+    assert records[4]["headers"]["WARC-Concurrent-To"] == dup.record_id
+    assert records[6]["headers"]["WARC-Concurrent-To"] == not_modified.record_id
+    warcio_check(path)
+    with (
+        pytest.raises(ValueError, match="needs the digest"),
+        WarcWriter(tmp_path / "bad.warc.gz", "trawl/0.1") as writer,
+    ):
+        writer.write_revisit(
+                url="http://example.com/a", ip=None, fetched_at=FETCHED_AT,
+                request_head=request_head("/a"), status_line="HTTP/1.1 200 OK",
+                response_headers=[], profile=REVISIT_IDENTICAL,
+            )  # fmt: skip
+
+
+def test_metadata_fields_may_repeat(tmp_path: Path) -> None:
+    path = tmp_path / "m.warc.gz"
+    with WarcWriter(path, "trawl/0.1") as writer:
+        writer.write_metadata(
+            url="http://example.com/",
+            fetched_at=FETCHED_AT,
+            fields=[("outlink", "http://example.com/a"), ("outlink", "http://example.com/b")],
+        )
+    block = read_records(path)[1]["raw"]
+    assert block == b"outlink: http://example.com/a\r\noutlink: http://example.com/b\r\n"
+
+
+def test_task_archive_rotates_by_size_and_splits_subsets(tmp_path: Path) -> None:
+    body = random.Random(5).randbytes(1_000_000)  # 1 MB that gzip cannot shrink
+    archive = TaskArchive(
+        tmp_path, "20240506070809", 3, software="trawl/0.1", max_file_bytes=1_500_000
+    )
+    with archive:
+        refs = []
+        for i in range(5):
+            writer = archive.writer("warc")
+            refs.append(
+                writer.write_exchange(
+                    url=f"http://example.com/{i}",
+                    ip=None,
+                    fetched_at=FETCHED_AT,
+                    request_head=request_head(f"/{i}"),
+                    status_line="HTTP/1.1 200 OK",
+                    response_headers=[],
+                    body=body + bytes([i]),
+                )
+            )
+        archive.writer("robotstxt").write_exchange(
+            url="http://example.com/robots.txt", ip=None, fetched_at=FETCHED_AT,
+            request_head=request_head("/robots.txt"), status_line="HTTP/1.1 404 Not Found",
+            response_headers=[], body=b"",
+        )  # fmt: skip
+        with pytest.raises(ValueError, match="unknown WARC subset"):
+            archive.writer("pages")
+    names = [p.name for p in archive.files]
+    assert names == [
+        "trawl-20240506070809-00003-00000.warc.gz",
+        "trawl-20240506070809-00003-00001.warc.gz",
+        "trawl-20240506070809-00003-00002.warc.gz",
+        "trawl-robotstxt-20240506070809-00003-00000.warc.gz",
+    ]
+    # a file is closed once it reached the limit: two 1 MB records at most each
+    assert [r.file for r in refs] == [names[0], names[0], names[1], names[1], names[2]]
+    for path in archive.files:
+        records = read_records(path)
+        assert records[0]["type"] == "warcinfo"
+        assert records[0]["headers"]["WARC-Filename"] == path.name
+    warcio_check(*archive.files)
+    # identical payloads: the task remembers the first copy
+    archive.remember("sha1:X", refs[0], "http://example.com/0", FETCHED_AT)
+    archive.remember("sha1:X", refs[1], "http://example.com/1", FETCHED_AT)
+    assert archive.stored("sha1:X") == Stored(
+        refs[0].record_id, "http://example.com/0", "2024-05-06T07:08:09.250000Z"
+    )
+    assert archive.stored("sha1:Y") is None
