@@ -33,4 +33,18 @@ if [ ! -f jars/lib/.complete ]; then
   rm -rf jars/all
   touch jars/lib/.complete
 fi
+
+# pywb, for tests/lib/test_pywb_replay.py, in a virtualenv of its own: it pins
+# redis, werkzeug and gevent, and its brotlipy installs a `brotli` module over
+# the Brotli that trawl decodes with. The marker names the version, so changing
+# PYWB_VERSION here rebuilds it.
+PYWB_VERSION=2.10.0
+if [ "$(cat .venv-pywb/.installed 2>/dev/null)" != "pywb==$PYWB_VERSION" ] \
+   || [ ! -x .venv-pywb/bin/wayback ]; then
+  rm -rf .venv-pywb
+  "$PY" -m venv .venv-pywb
+  .venv-pywb/bin/pip install -q --disable-pip-version-check "pywb==$PYWB_VERSION"
+  echo "pywb==$PYWB_VERSION" > .venv-pywb/.installed
+fi
+
 echo "setup: .venv and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"
