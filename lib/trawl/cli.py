@@ -101,7 +101,62 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cycles", type=int, default=3)
     p.add_argument("--out", default="demo", help="folder for the demo's crawl and test web")
     _policy_parser(sub)
+    _warc_parsers(sub)
     return parser
+
+
+def _warc_parsers(sub: Any) -> None:
+    warc = sub.add_parser("warc", help="read the crawl's WARC files: one record, the index")
+    verbs = warc.add_subparsers(dest="warc_command", required=True, metavar="ACTION")
+    p = verbs.add_parser(
+        "get",
+        help="print the record a warc_ref points to (no Spark)",
+        description="REF is an event's warc_ref as JSON, or FILE:OFFSET[:LENGTH] "
+        "(the fetch table's warc_file, warc_offset, warc_length).",
+    )
+    _common(p)
+    p.add_argument(
+        "ref", help='{"file": ..., "offset": ..., "length": ...} or FILE:OFFSET[:LENGTH]'
+    )
+    part = p.add_mutually_exclusive_group()
+    part.add_argument("--headers", action="store_true", help="the WARC header lines only")
+    part.add_argument(
+        "--payload", action="store_true", help="the HTTP payload only, as stored (still encoded)"
+    )
+    p = verbs.add_parser(
+        "index", help="merge the segments' CDXJ indexes into one sorted file (streaming)"
+    )
+    _common(p)
+    p.add_argument("--segments", nargs="*", default=[], help="default: every fetched segment")
+    p.add_argument("--out", required=True, help="the merged .cdxj file to write")
+    export = sub.add_parser("export", help="copy selected captures into new WARC files")
+    kinds = export.add_subparsers(dest="export_kind", required=True, metavar="KIND")
+    p = kinds.add_parser(
+        "warc",
+        help="captures by segment, time, host, domain, status; byte-exact, rotated, with CDXJ",
+        description="Each selected capture is copied record for record (response or revisit, "
+        "with its request and metadata) into <prefix>-export-<time>-<serial>.warc.gz files "
+        "under --out, rotated at warc.max_file_bytes, each with its own warcinfo, and indexed "
+        "into <name>.cdxj beside them.",
+    )
+    _common(p)
+    p.add_argument("--at", type=_at, help="time that names the files (default: now)")
+    p.add_argument("--out", required=True, help="folder for the WARC files and their index")
+    p.add_argument("--name", help="file name stem (default <prefix>-export-<time>)")
+    p.add_argument("--segments", nargs="*", default=[], help="default: every fetched segment")
+    p.add_argument("--since", type=_at, help="captured at or after (ISO 8601)")
+    p.add_argument("--until", type=_at, help="captured before (ISO 8601)")
+    p.add_argument("--host", action="append", default=[], help="this host (repeatable)")
+    p.add_argument("--domain", action="append", default=[], help="this registered domain")
+    p.add_argument(
+        "--status", action="append", default=[], help="HTTP status 200 or class 2xx (repeatable)"
+    )
+    p.add_argument(
+        "--no-duplicates",
+        dest="duplicates",
+        action="store_false",
+        help="leave out pages dedup marked as duplicates of another",
+    )
 
 
 def _policy_target_args(p: argparse.ArgumentParser, required: bool) -> None:
@@ -189,6 +244,8 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         return run_demo(cfg, Path(args.out), args.cycles, args.set)
     if args.command == "policy":  # deltalake only: never starts a JVM
         return _policy(args)
+    if args.command == "warc" and args.warc_command == "get":  # no JVM either
+        return _warc_get(args)
     from trawl.report import emit
     from trawl.session import build_spark
 
@@ -196,6 +253,8 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     root = str(Path(args.crawl).absolute()) if "://" not in args.crawl else args.crawl
     if args.command in ("stats", "sql"):
         return _query(spark, root, args)
+    if args.command in ("warc", "export"):
+        return _archive_command(spark, cfg, root, args)
     from trawl.runner import (
         run_dedup,
         run_events,
@@ -241,6 +300,45 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     else:
         result = run_updatedb(ctx)
     emit([result], args.json, args.command)
+    return 0
+
+
+def _warc_get(args: argparse.Namespace) -> int:
+    from trawl.archive import get_record, parse_ref
+
+    record, raw = get_record(args.crawl, parse_ref(args.ref))
+    if args.headers:
+        out = raw[: raw.index(b"\r\n\r\n") + 4]
+    elif args.payload:
+        out = record.payload()
+    else:
+        out = raw
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.runner import run_export, run_warc_index, segment_id
+    from trawl.stages.common import StageContext
+    from trawl.stages.export import Selection, parse_statuses
+
+    at = getattr(args, "at", None) or datetime.now(UTC)
+    ctx = StageContext(spark, cfg, root, segment_id(at), at)
+    if args.command == "warc":
+        emit([run_warc_index(ctx, args.segments, args.out)], args.json, "warc index")
+        return 0
+    selection = Selection(
+        segments=tuple(args.segments),
+        since=args.since,
+        until=args.until,
+        hosts=tuple(args.host),
+        domains=tuple(args.domain),
+        statuses=parse_statuses(args.status),
+        duplicates=args.duplicates,
+    )
+    emit([run_export(ctx, selection, args.out, args.name)], args.json, "export warc")
     return 0
 
 

@@ -18,17 +18,23 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from trawl import __version__
+from trawl.archive import export_captures
+from trawl.cdxj import merge_indexes, write_index
 from trawl.stages.common import StageContext
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
-from trawl.stages.fetch import fetch
+from trawl.stages.export import Selection, select_captures
+from trawl.stages.fetch import fetch, local_dir
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
 from trawl.tables import (
     ensure_all,
+    list_segments,
     read_segment_table,
     segment_exists,
+    segment_path,
     write_counters,
     write_segment_table,
 )
@@ -100,8 +106,84 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     why = F.substring_index(F.col("error"), ":", 1).alias("why")
     for r in rows.filter("error IS NOT NULL").groupBy("outcome", why).count().collect():
         counters.append((f"fetch/why/{r['outcome']}/{r['why']}", r["count"]))
+    indexed = write_segment_index(ctx)
+    if indexed is not None:
+        counters.append(("fetch/warc/index_lines", indexed))
     write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
+
+
+def segment_warc_dir(root: str, segment: str) -> Path | None:
+    """Where the segment's WARC files are (None: not on a local path)."""
+    local = local_dir(segment_path(root, segment, "warc"))
+    return None if local is None else Path(local)
+
+
+def write_segment_index(ctx: StageContext) -> int | None:
+    """The segment's CDXJ index, ``segments/<id>/index.cdxj``: every WARC file
+    the fetch wrote, sorted (``cdxj-indexer -s`` gives the same bytes), so the
+    indexes of many segments merge (``trawl warc index``). Lines written."""
+    warc_dir = segment_warc_dir(ctx.root, ctx.segment)
+    if warc_dir is None:
+        return None
+    files = sorted(warc_dir.glob("*.warc.gz"))
+    return write_index(files, warc_dir.parent / "index.cdxj", sort=True)
+
+
+def run_warc_index(ctx: StageContext, segments: Sequence[str], out: str) -> dict[str, Any]:
+    """Merge the segments' CDXJ indexes (all fetched segments if none named)
+    into ``out``, streaming; a segment without an index gets one first."""
+    chosen = list(segments) or [
+        s
+        for s in list_segments(ctx.spark, ctx.root)
+        if segment_exists(ctx.spark, ctx.root, s, "fetch")
+    ]
+    paths = []
+    for segment in chosen:
+        warc_dir = segment_warc_dir(ctx.root, segment)
+        if warc_dir is None or not warc_dir.is_dir():
+            raise ValueError(f"segment {segment} has no WARC files under {ctx.root}")
+        index = warc_dir.parent / "index.cdxj"
+        if not index.exists():
+            write_segment_index(dataclasses.replace(ctx, segment=segment))
+        paths.append(index)
+    lines = merge_indexes(paths, out)
+    return {"segments": len(paths), "index": out, "lines": lines}
+
+
+def run_export(
+    ctx: StageContext, selection: Selection, out_dir: str, name: str | None = None
+) -> dict[str, Any]:
+    """Copy the selected captures into new WARC files under ``out_dir``, with
+    their CDXJ index (``<name>.cdxj``, sorted) beside them."""
+    rows = select_captures(ctx, selection).collect()
+    chosen: dict[Path, list[int]] = {}
+    for row in sorted(rows, key=lambda r: (r["segment"], r["warc_file"], r["warc_offset"])):
+        warc_dir = segment_warc_dir(ctx.root, row["segment"])
+        if warc_dir is None:
+            raise ValueError(f"export reads WARC files on local paths; {ctx.root} is not one")
+        chosen.setdefault(warc_dir / row["warc_file"], []).append(int(row["warc_offset"]))
+    name = name or f"{ctx.cfg.warc.prefix}-export-{segment_id(ctx.at)}"
+    result = export_captures(
+        chosen,
+        out_dir,
+        name=name,
+        software=f"trawl/{__version__}",
+        description=selection.describe(),
+        max_file_bytes=ctx.cfg.warc.max_file_bytes,
+    )
+    index = Path(out_dir) / f"{name}.cdxj"
+    lines = write_index(result.files, index, sort=True)
+    if result.missing:
+        say(f"export: {len(result.missing)} selected records were not found: {result.missing[:5]}")
+    return {
+        "captures": result.captures,
+        "records": result.records,
+        "files": len(result.files),
+        "index": str(index),
+        "index_lines": lines,
+        "missing": len(result.missing),
+    }
 
 
 def _fetched_segment(ctx: StageContext) -> None:

@@ -337,6 +337,17 @@ class WarcWriter:
             "metadata", record_fields, _warc_fields(fields), _WARC_FIELDS_TYPE
         )
 
+    def append_member(self, member: bytes) -> WarcRef:
+        """Append one record that is already a gzip member, byte for byte (an
+        export's copy); the caller vouches that it is one whole record."""
+        if self._fh is None:
+            raise ValueError(f"WARC file {self._path} is closed")
+        offset = self._fh.tell()
+        self._fh.write(member)
+        self._fh.flush()
+        self._records += 1
+        return WarcRef(self._path.name, offset, len(member))
+
     # --- internals ----------------------------------------------------------------
 
     def _write_warcinfo(
