@@ -91,9 +91,27 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
     emit([audit.as_dict()], False, "politeness audit (from the test web's access log)")
     denied = robots_audit(web.access_log, model, ccfg.http.agent_name)
     print(f"\nrequests to URLs that robots.txt disallows for us: {len(denied)}")
+    warc = warc_check(Path(root))
+    emit([warc], False, "WARC files (every record framed and its digests checked)")
     print(_next_steps(out))
     ok = audit.hosts_with_overlap == 0 and audit.gaps_below_min == 0 and not denied
-    return 0 if ok else 1
+    return 0 if ok and not warc["problems"] else 1
+
+
+def warc_check(root: Path) -> dict[str, int]:
+    """Files, records by type and problems over every WARC file of the crawl."""
+    from collections import Counter
+
+    from trawl.warcread import check_file, iter_records
+
+    files = sorted(root.glob("segments/*/warc/*.warc.gz"))
+    problems = [p for f in files for p in check_file(f)]
+    for problem in problems[:10]:
+        print(f"WARC problem: {problem}", file=sys.stderr)
+    kinds: Counter[str] = Counter()
+    if not problems:
+        kinds.update(r.rec_type for f in files for r in iter_records(f, verify=False))
+    return {"files": len(files), **dict(sorted(kinds.items())), "problems": len(problems)}
 
 
 def _next_steps(out: Path) -> str:
@@ -110,5 +128,8 @@ def _next_steps(out: Path) -> str:
         'GROUP BY 1, 2 ORDER BY 1, 2"\n'
         f'  {trawl} sql --crawl {crawl} "SELECT duplicate_of, count(*) AS copies FROM crawldb '
         "WHERE status = 'duplicate' GROUP BY 1 ORDER BY 2 DESC LIMIT 10\"\n"
-        f"WARC files: {crawl}/segments/*/warc/\n"
+        f"WARC files: {crawl}/segments/*/warc/ (CDXJ: segments/*/index.cdxj)\n"
+        f"  {trawl} warc get --crawl {crawl} FILE:OFFSET:LENGTH   "
+        "(a fetch row's warc_file, warc_offset, warc_length)\n"
+        f"  {trawl} export warc --crawl {crawl} --out {out}/export --status 2xx --no-duplicates\n"
     )

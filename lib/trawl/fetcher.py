@@ -36,6 +36,7 @@ from trawl.status import FetchOutcome, outcome_for_http
 from trawl.warc import (
     REVISIT_IDENTICAL,
     REVISIT_NOT_MODIFIED,
+    Stored,
     TaskArchive,
     WarcWriter,
     payload_digest,
@@ -62,6 +63,19 @@ def user_agent(cfg: Config) -> str:
     """The User-Agent header the fetcher sends."""
     h = cfg.http
     return h.user_agent or user_agent_string(h.agent_name, __version__, h.contact_url or None)
+
+
+def _stored(capture: Mapping[str, Any]) -> Stored | None:
+    """The fetch list's ``stored_capture`` as a revisit's target (None if incomplete)."""
+    if not (capture.get("record_id") and capture.get("uri") and capture.get("date")):
+        return None
+    return Stored(str(capture["record_id"]), str(capture["uri"]), str(capture["date"]))
+
+
+def _capture(stored: Stored, digest: str) -> Row:
+    """A ``stored_capture`` value (schemas.CAPTURE_TYPE) for the fetch row."""
+    return {"record_id": stored.record_id, "uri": stored.target_uri, "date": stored.date,
+            "digest": digest}  # fmt: skip
 
 
 def _subset(outcome: FetchOutcome) -> str:
@@ -201,7 +215,7 @@ class Fetcher:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
         row.update(self._response_fields(resp, outcome))
-        fields, capture = self._archive(url, resp, started, _subset(outcome))
+        fields, capture = self._archive(url, resp, started, _subset(outcome), item)
         row.update(fields)
         if outcome is FetchOutcome.SUCCESS:
             before = item.get("content_sha256")
@@ -346,13 +360,23 @@ class Fetcher:
             return None
 
     def _archive(
-        self, url: str, resp: HttpResponse, fetched_at: datetime, subset: str
+        self,
+        url: str,
+        resp: HttpResponse,
+        fetched_at: datetime,
+        subset: str,
+        item: Mapping[str, Any] | None = None,
     ) -> tuple[Row, Capture | None]:
         """Write the exchange to the task's ``subset`` file: a response and its
-        request, or a revisit (a 304, or a payload this task already stored).
-        Returns the fetch row's WARC fields and the (file, record) written."""
+        request, or a revisit. A 304 is a server-not-modified revisit of the
+        stored copy (``item["stored_capture"]``, the fetch list's); a 200 whose
+        payload is the stored copy's, or one this task already archived, is an
+        identical-payload-digest revisit of that record. Returns the fetch
+        row's WARC fields and the (file, record) written."""
         if self.warc is None:
             return {}, None
+        known = (item or {}).get("stored_capture")
+        previous = _stored(known) if known else None
         exchange: dict[str, Any] = {
             "url": url,
             "ip": resp.ip,
@@ -362,24 +386,37 @@ class Fetcher:
             "response_headers": resp.headers,
         }
         revisits = self.cfg.warc.revisits
+        stored: Row | None = None  # the record a later revisit of this copy names
         with self._warc_lock:
             writer = self.warc.writer(subset)
             if revisits and resp.status == 304:
-                ref = writer.write_revisit(**exchange, profile=REVISIT_NOT_MODIFIED)
+                ref = writer.write_revisit(
+                    **exchange, profile=REVISIT_NOT_MODIFIED, refers_to=previous
+                )
             else:
                 digest = payload_digest(resp.raw_body)
-                earlier = self.warc.stored(digest) if revisits and subset == "warc" else None
-                if earlier is not None and not resp.truncated:
+                earlier = None
+                if revisits and subset == "warc" and not resp.truncated:
+                    same = previous is not None and (known or {}).get("digest") == digest
+                    earlier = previous if same else self.warc.stored(digest)
+                if earlier is not None:
                     ref = writer.write_revisit(
                         **exchange, profile=REVISIT_IDENTICAL, digest=digest, refers_to=earlier
                     )
+                    stored = _capture(earlier, digest)
                 else:
                     ref = writer.write_exchange(
                         **exchange, body=resp.raw_body, truncated=resp.truncated
                     )
                     if subset == "warc" and not resp.truncated:
                         self.warc.remember(digest, ref, url, fetched_at)
-        fields = {"warc_file": ref.file, "warc_offset": ref.offset, "warc_length": ref.length}
+                        stored = _capture(Stored.of(ref, url, fetched_at), digest)
+        fields = {
+            "warc_file": ref.file,
+            "warc_offset": ref.offset,
+            "warc_length": ref.length,
+            "stored_capture": stored,
+        }
         return fields, (writer, ref.record_id)
 
     def _archive_metadata(self, url: str, fetched_at: datetime, row: Row, capture: Capture) -> None:

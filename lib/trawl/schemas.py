@@ -26,6 +26,18 @@ def _schema(*cols: tuple[str, object]) -> StructType:
     return StructType([StructField(name, dtype, True) for name, dtype in cols])  # type: ignore[arg-type]
 
 
+# The WARC response record that holds a URL's current copy: what a revisit
+# record of an unchanged refetch refers to (WARC-Refers-To, -Target-URI,
+# -Date) and the payload digest it must match (trawl.warc.Stored).
+CAPTURE_TYPE = StructType(
+    [
+        StructField("record_id", StringType(), True),
+        StructField("uri", StringType(), True),
+        StructField("date", StringType(), True),  # its WARC-Date
+        StructField("digest", StringType(), True),  # its WARC-Payload-Digest
+    ]
+)
+
 CRAWLDB_SCHEMA = _schema(
     ("url", StringType()),
     ("url_fp", LongType()),
@@ -50,6 +62,7 @@ CRAWLDB_SCHEMA = _schema(
     ("last_modified", StringType()),
     ("content_sha256", StringType()),
     ("simhash", LongType()),
+    ("stored_capture", CAPTURE_TYPE),  # the WARC record of the current copy
     ("duplicate_of", StringType()),
     ("retries", IntegerType()),
     ("redirect_to", StringType()),
@@ -114,6 +127,7 @@ FETCHLIST_SCHEMA = _schema(
     ("etag", StringType()),
     ("last_modified", StringType()),
     ("content_sha256", StringType()),
+    ("stored_capture", CAPTURE_TYPE),
     ("delay_s", DoubleType()),
     ("crawl_delay_s", DoubleType()),
     ("robots_url", StringType()),
@@ -158,6 +172,9 @@ FETCH_SCHEMA = _schema(
     ("warc_file", StringType()),
     ("warc_offset", LongType()),
     ("warc_length", LongType()),
+    # The record a later revisit of this copy refers to: this fetch's response,
+    # or the earlier one its identical-payload revisit names (null for a 304).
+    ("stored_capture", CAPTURE_TYPE),
     ("content_sha256", StringType()),
     # Near-duplicate fingerprints of the main text (trawl.fingerprint); null
     # below dedup.min_words words. simhash is the signed form of the 64 bits.

@@ -149,6 +149,7 @@ def _record_content(new: Row, old: Row, fetch: Row) -> bool | None:
     if changed:
         new["changes"] = (old.get("changes") or 0) + 1
     new["content_sha256"] = digest
+    new["stored_capture"] = fetch.get("stored_capture")  # None: not archived
     new["simhash"] = fetch.get("simhash")  # None: too little text for one
     new["etag"] = fetch.get("etag")
     new["last_modified"] = fetch.get("last_modified")

@@ -115,6 +115,11 @@ class Stored:
     target_uri: str
     date: str  # its WARC-Date
 
+    @classmethod
+    def of(cls, ref: WarcRef, url: str, fetched_at: datetime) -> Stored:
+        """The response ``ref`` that ``write_exchange`` wrote for ``url``."""
+        return cls(ref.record_id, _target_uri(url), _warc_date(fetched_at))
+
 
 class _Writer(WARCWriter):  # type: ignore[misc]  # warcio is untyped
     # WARC 1.1 section 4: 'warcinfo', 'metadata' and 'revisit' records have no
@@ -465,7 +470,7 @@ class TaskArchive:
     def remember(self, digest: str, ref: WarcRef, url: str, fetched_at: datetime) -> None:
         """Note the response record ``ref`` as the first copy of ``digest``."""
         if digest not in self._stored and len(self._stored) < self.MAX_REMEMBERED:
-            self._stored[digest] = Stored(ref.record_id, _target_uri(url), _warc_date(fetched_at))
+            self._stored[digest] = Stored.of(ref, url, fetched_at)
 
     def close(self) -> None:
         for writer in self._all:

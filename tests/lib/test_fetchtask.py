@@ -549,9 +549,17 @@ def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
             row = first[item["url"]]
             if row["outcome"] == "success":
                 again.append({**item, "etag": row["etag"], "content_sha256": row["content_sha256"],
-                              "last_modified": row["last_modified"]})  # fmt: skip
+                              "last_modified": row["last_modified"],
+                              "stored_capture": row["stored_capture"]})  # fmt: skip
         second = page_rows(
             list(run_fetch_task(again, config(web), "s2", 0, str(tmp_path / "w2"), 60))
+        )
+        # a third visit without validators gets 200s: the same payloads as the
+        # stored copies (the fetch list's stored_capture), so revisits of them
+        blind = [{**item, "stored_capture": first[item["url"]]["stored_capture"]}
+                 for item in items if first[item["url"]]["outcome"] == "success"]  # fmt: skip
+        third = page_rows(
+            list(run_fetch_task(blind, config(web), "s3", 0, str(tmp_path / "w3"), 60))
         )
     records = warc_by_type(tmp_path / "w1")
     responses = {h["WARC-Record-ID"]: h for h, _ in records["response"]}
@@ -586,3 +594,24 @@ def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
     assert {h["WARC-Concurrent-To"] for h in metadata} >= {
         h["WARC-Record-ID"] for h in not_modified
     }
+    # 304s name the stored copy they confirm
+    first_ids = {h["WARC-Record-ID"] for h, _ in records["response"]}
+    assert {h.get("WARC-Refers-To") for h in not_modified} <= first_ids
+    # unchanged 200s are identical-payload revisits of the first visit's records
+    blind_records = warc_by_type(tmp_path / "w3")
+    assert {r["outcome"] for r in third.values()} == {"success"}
+    pages_stored = [h for h, _ in blind_records["response"] if h["WARC-Target-URI"] in third]
+    assert pages_stored == []
+    for head, _ in blind_records["revisit"]:
+        assert head["WARC-Profile"].endswith("/identical-payload-digest")
+        original = responses[head["WARC-Refers-To"]]
+        assert head["WARC-Payload-Digest"] == original["WARC-Payload-Digest"]
+        assert third[head["WARC-Target-URI"]]["stored_capture"]["record_id"] in first_ids
+    assert len(blind_records["revisit"]) == len(third)
+    # every stored_capture names a response of the first visit with the same payload
+    for row in first.values():
+        capture = row.get("stored_capture")
+        if row["outcome"] == "success":
+            original = responses[capture["record_id"]]
+            assert capture["digest"] == original["WARC-Payload-Digest"]
+            assert capture["date"] == original["WARC-Date"]

@@ -455,3 +455,17 @@ def test_newly_disallowed_by_robots_is_removed_at_once() -> None:
     row = apply_fetch(crawl_row(), fetch_row("success"), AT, "s0", SCHEDULE)
     new = apply_fetch(row, fetch_row("robots_denied"), AT + DAY, "s1", SCHEDULE)
     assert (new["status"], new["removed_at"]) == ("gone", AT + DAY)
+
+
+def test_the_stored_capture_follows_the_copy() -> None:
+    capture = {"record_id": "<urn:uuid:1>", "uri": "http://example.com/a",
+               "date": "2024-05-01T11:30:00Z", "digest": "sha1:AAAA"}  # fmt: skip
+    stored = apply_fetch(crawl_row(), fetch_row("success", stored_capture=capture), AT, SEG,
+                         SCHEDULE)  # fmt: skip
+    assert stored["stored_capture"] == capture
+    later = AT + timedelta(days=1)
+    confirmed = apply_fetch(stored, fetch_row("notmodified"), later, "seg2", SCHEDULE)
+    assert confirmed["stored_capture"] == capture  # a 304: the same record still holds it
+    unarchived = apply_fetch(confirmed, fetch_row("success", content_sha256="h2"), later,
+                             "seg3", SCHEDULE)  # fmt: skip
+    assert unarchived["stored_capture"] is None  # a new copy no WARC record holds

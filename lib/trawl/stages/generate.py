@@ -227,6 +227,7 @@ def select_fetchlist(
         "etag",
         "last_modified",
         "content_sha256",
+        "stored_capture",
         *HOST_HINTS,
     )
 
