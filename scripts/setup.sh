@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: a virtualenv in .venv with trawl and its
-# dependencies, and the Delta Lake jars in jars/lib/ (fetched with Maven once,
-# then loaded from disk by every Spark session). Safe to run again.
+# dependencies, the Delta Lake jars in jars/lib/ (fetched with Maven once,
+# then loaded from disk by every Spark session), and pywb in .venv-pywb for the
+# replay test. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -47,4 +48,4 @@ if [ "$(cat .venv-pywb/.installed 2>/dev/null)" != "pywb==$PYWB_VERSION" ] \
   echo "pywb==$PYWB_VERSION" > .venv-pywb/.installed
 fi
 
-echo "setup: .venv and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"
+echo "setup: .venv, .venv-pywb and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"
