@@ -12,17 +12,22 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trawl import __version__
 from trawl.config import Config, ConfigError, load_config
+from trawl.lease import CrawlLease, LeaseHeld
 
 if TYPE_CHECKING:
     from trawl.policy import PolicyRule, PolicyStore
 
 DEFAULT_CRAWL = "crawl"
+# The commands that change the crawl hold its lease; EX_TEMPFAIL when it is taken.
+WRITING_COMMANDS = ("inject", "generate", "fetch", "updatedb", "dedup", "events", "cycle")
+EXIT_IN_USE = 75
 
 
 def _at(text: str) -> datetime:
@@ -222,7 +227,11 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
 
         cfg = replace(cfg, spark=replace(cfg.spark, master=""))
     try:
-        return int(_dispatch(args, cfg) or 0)
+        with _lease(args, cfg):
+            return int(_dispatch(args, cfg) or 0)
+    except LeaseHeld as exc:
+        print(f"trawl: {exc}", file=sys.stderr)
+        return EXIT_IN_USE
     except (ValueError, FileNotFoundError) as exc:
         print(f"trawl: {exc}", file=sys.stderr)
         return 2
@@ -231,6 +240,15 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _lease(args: argparse.Namespace, cfg: Config) -> AbstractContextManager[Any]:
+    """The crawl's lease for the commands that write it (``trawl.lease``)."""
+    if args.command not in WRITING_COMMANDS or "://" in args.crawl:
+        return nullcontext()
+    segment = getattr(args, "segment", None)
+    command = f"{args.command} --segment {segment}" if segment else args.command
+    return CrawlLease(args.crawl, command, cfg.crawl.lease_ttl_s, cfg.crawl.lease_wait_s)
 
 
 def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:

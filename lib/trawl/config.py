@@ -23,6 +23,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class CrawlConfig:
     host_buckets: int = 8
+    lease_ttl_s: float = 600.0
+    lease_wait_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,27 @@ class TestwebConfig:
 
 
 @dataclass(frozen=True)
+class AirflowConfig:
+    """How ``airflow_dags/crawl_cycle.py`` schedules this crawl (trawl's jobs
+    ignore it). The DAG reads this section with ``tomllib`` from the file
+    alone, as trawl is not installed in Airflow's virtualenv;
+    ``airflow_dags/crawl_configs.py`` keeps the same defaults."""
+
+    crawl_root: str = ""
+    dag_id: str = ""
+    schedule: str = "@daily"
+    start_date: str = "2026-01-01T00:00:00Z"
+    mode: str = "local"
+    trawl_executable: str = "trawl"
+    spark_conn_id: str = "spark_default"
+    jobs_dir: str = ""
+    py_files: tuple[str, ...] = ()
+    jars: tuple[str, ...] = ()
+    retries: int = 2
+    retry_delay_s: float = 300.0
+
+
+@dataclass(frozen=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
@@ -190,6 +214,7 @@ class Config:
     dedup: DedupConfig = field(default_factory=DedupConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)
+    airflow: AirflowConfig = field(default_factory=AirflowConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain nested dict (for shipping to executors and for ``--json``)."""
@@ -256,6 +281,7 @@ SCHEDULE_POLICIES = ("lagrangian", "change_prob", "adaptive", "uniform")
 DEDUP_METHODS = ("simhash", "minhash")
 # Nutch's dedup -compareOrder, each key a preference for the canonical page.
 DEDUP_ORDER_KEYS = ("https", "score", "url_length", "fetch_time")
+AIRFLOW_MODES = ("local", "cluster")  # BashOperator running trawl; SparkSubmitOperator
 MAX_POLICY_REFRESH_S = 60.0  # a policy block must reach running fetches within a minute
 
 
@@ -293,6 +319,9 @@ def _validate(cfg: Config) -> None:
     if sched.gone_after < 1:
         raise ConfigError("schedule.gone_after must be at least 1")
     _validate_dedup(cfg.dedup)
+    _validate_airflow(cfg.airflow)
+    if cfg.crawl.lease_ttl_s < 10 or cfg.crawl.lease_wait_s < 0:
+        raise ConfigError("crawl: need lease_ttl_s >= 10 and lease_wait_s >= 0")
     if not re.fullmatch(r"[A-Za-z0-9._\-]+", cfg.warc.prefix):
         raise ConfigError(f"warc.prefix must be [A-Za-z0-9._-]+, got {cfg.warc.prefix!r}")
     if cfg.warc.max_file_bytes < 1_000_000:
@@ -321,6 +350,30 @@ def _validate_dedup(dedup: DedupConfig) -> None:
             f"dedup.compare_order: distinct keys of {', '.join(DEDUP_ORDER_KEYS)}, "
             f"got {list(dedup.compare_order)}"
         )
+
+
+def _validate_airflow(airflow: AirflowConfig) -> None:
+    """The checks ``airflow_dags/crawl_configs.py`` makes too, so that
+    ``trawl`` refuses a file the DAG would refuse."""
+    if airflow.mode not in AIRFLOW_MODES:
+        raise ConfigError(
+            f"airflow.mode must be one of {', '.join(AIRFLOW_MODES)}, got {airflow.mode!r}"
+        )
+    if airflow.mode == "cluster" and not airflow.jobs_dir:
+        raise ConfigError("airflow.mode = cluster needs airflow.jobs_dir (where jobs/*.py are)")
+    if airflow.dag_id and not re.fullmatch(r"[A-Za-z0-9_.\-]{1,250}", airflow.dag_id):
+        # Airflow's own rule for DAG ids
+        raise ConfigError(f"airflow.dag_id must be [A-Za-z0-9_.-]+, got {airflow.dag_id!r}")
+    try:
+        start = datetime.fromisoformat(airflow.start_date)
+    except ValueError:
+        start = None
+    if start is None or start.tzinfo is None:
+        raise ConfigError(
+            f"airflow.start_date must be ISO 8601 with a zone, got {airflow.start_date!r}"
+        )
+    if airflow.retries < 0 or airflow.retry_delay_s < 0:
+        raise ConfigError("airflow: retries and retry_delay_s must not be negative")
 
 
 def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:

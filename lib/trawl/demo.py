@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from trawl.config import Config
 
@@ -98,9 +99,14 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
     return 0 if ok and not warc["problems"] else 1
 
 
-def warc_check(root: Path) -> dict[str, int]:
+def warc_check(root: Path) -> dict[str, Any]:
     """Files, records by type and problems over every WARC file of the crawl."""
+    import contextlib
+    import io
     from collections import Counter
+    from types import SimpleNamespace
+
+    from warcio.checker import Checker
 
     from trawl.warcread import check_file, iter_records
 
@@ -111,7 +117,18 @@ def warc_check(root: Path) -> dict[str, int]:
     kinds: Counter[str] = Counter()
     if not problems:
         kinds.update(r.rec_type for f in files for r in iter_records(f, verify=False))
-    return {"files": len(files), **dict(sorted(kinds.items())), "problems": len(problems)}
+    # and warcio's own checker, the one archive builders run ("warcio check")
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        failed = Checker(SimpleNamespace(inputs=[str(f) for f in files], verbose=False))
+        warcio_exit = failed.process_all()
+    if warcio_exit:
+        print(said.getvalue()[-2000:], file=sys.stderr)
+    return {
+        "files": len(files),
+        **dict(sorted(kinds.items())),
+        "problems": len(problems) + (1 if warcio_exit else 0),
+        "warcio_check": "fail" if warcio_exit else "pass",
+    }
 
 
 def _next_steps(out: Path) -> str:

@@ -425,6 +425,7 @@ class Fetcher:
         if not self.cfg.warc.metadata:
             return
         fields: list[tuple[str, str]] = [
+            ("ip", str(row.get("ip") or "")),
             ("fetchTimeMs", str(round((row.get("elapsed_s") or 0.0) * 1000))),
             ("ttfbMs", str(round((row.get("ttfb_s") or 0.0) * 1000))),
             ("robots", str(row.get("robots_decision") or "")),
