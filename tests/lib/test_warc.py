@@ -640,3 +640,19 @@ def test_task_archive_rotates_by_size_and_splits_subsets(tmp_path: Path) -> None
         refs[0].record_id, "http://example.com/0", "2024-05-06T07:08:09.250000Z"
     )
     assert archive.stored("sha1:Y") is None
+
+
+def test_the_demo_checks_every_warc_record(tmp_path: Path) -> None:
+    from trawl.demo import warc_check
+
+    warc_dir = tmp_path / "segments" / "s1" / "warc"
+    warc_dir.mkdir(parents=True)
+    write_sample(warc_dir / "trawl-s1-00000-00000.warc.gz")
+    assert warc_check(tmp_path) == {
+        "files": 1, "request": 3, "response": 3, "warcinfo": 1, "problems": 0,
+        "warcio_check": "pass",
+    }  # fmt: skip
+    broken = warc_dir / "trawl-s1-00001-00000.warc.gz"
+    broken.write_bytes((WARC_SAMPLES / "example-digest.warc").read_bytes())
+    result = warc_check(tmp_path)
+    assert result["problems"] >= 1 and result["warcio_check"] == "fail"
