@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Self
 
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
@@ -121,6 +121,24 @@ class Stored:
         return cls(ref.record_id, _target_uri(url), _warc_date(fetched_at))
 
 
+class _Closing:
+    """``with``: ``close()`` at the end of the block."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 class _Writer(WARCWriter):  # type: ignore[misc]  # warcio is untyped
     # WARC 1.1 section 4: 'warcinfo', 'metadata' and 'revisit' records have no
     # payload, so no WARC-Payload-Digest (section 5.9); warcio would add one to
@@ -151,7 +169,7 @@ def warc_filename(prefix: str, segment: str, task: int, serial: int = 0) -> str:
     return f"{prefix}-{segment}-{task:05d}-{serial:05d}.warc.gz"
 
 
-class WarcWriter:
+class WarcWriter(_Closing):
     """Append request/response records to one gzipped WARC 1.1 file.
 
     Opening the writer truncates ``path`` and writes a ``warcinfo`` record
@@ -207,17 +225,6 @@ class WarcWriter:
         if self._fh is not None:
             fh, self._fh = self._fh, None
             fh.close()
-
-    def __enter__(self) -> WarcWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- records ----------------------------------------------------------------
 
@@ -407,7 +414,7 @@ class WarcWriter:
         return WarcRef(self._path.name, offset, self._fh.tell() - offset, record_id)
 
 
-class TaskArchive:
+class TaskArchive(_Closing):
     """The WARC files of one fetch task: one rotating writer per subset.
 
     ``writer(subset)`` is the subset's current file, opened on first use
@@ -475,17 +482,6 @@ class TaskArchive:
     def close(self) -> None:
         for writer in self._all:
             writer.close()
-
-    def __enter__(self) -> TaskArchive:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 # --- field helpers ---------------------------------------------------------------
