@@ -33,6 +33,7 @@ Decisions taken on the way, each recorded in the row (``robots_decision`` or
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -51,6 +52,8 @@ from trawl.robots import UNREACHABLE_REASONS, RobotsRules
 from trawl.status import FetchOutcome
 from trawl.urlnorm import registered_domain
 from trawl.warc import TaskArchive
+
+log = logging.getLogger(__name__)
 
 ROBOTS_ATTEMPTS = 3  # robots.txt fetches per host and task while it is unreachable
 # An operator's verdict on a host: None (no rule), or (why it must stop --
@@ -204,6 +207,7 @@ class FetchTask:
             try:
                 visit = self.visit(host, item)
             except Exception as exc:  # a bad page must not kill the task
+                log.exception("internal error fetching %s", item.get("url"))
                 self.skip(item, FetchOutcome.RETRY, f"internal: {type(exc).__name__}: {exc}")
                 self.scheduler.release(host, 0.0, failed=True)
                 continue

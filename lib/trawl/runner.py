@@ -106,6 +106,14 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     why = F.substring_index(F.col("error"), ":", 1).alias("why")
     for r in rows.filter("error IS NOT NULL").groupBy("outcome", why).count().collect():
         counters.append((f"fetch/why/{r['outcome']}/{r['why']}", r["count"]))
+    internal = rows.filter(F.col("error").startswith("internal:"))
+    if internal.limit(1).count():
+        first = internal.select("url", "error").first()
+        say(
+            f"{internal.count()} fetches of segment {ctx.segment} failed with an internal "
+            f"error (a trawl bug; they are retried next cycle), e.g. {first['url']}: "
+            f"{first['error']}"
+        )
     indexed = write_segment_index(ctx)
     if indexed is not None:
         counters.append(("fetch/warc/index_lines", indexed))

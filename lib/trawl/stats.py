@@ -62,6 +62,8 @@ def crawl_stats(spark: SparkSession, root: str) -> dict[str, list[dict[str, Any]
                 "sum(CASE WHEN name = 'fetch/page/success' THEN value END) AS fetched, "
                 "sum(CASE WHEN name LIKE 'fetch/page/%' AND name <> 'fetch/page/success' "
                 "THEN value END) AS other_outcomes, "
+                "sum(CASE WHEN name LIKE 'fetch/why/%/internal' THEN value END) "
+                "AS internal_errors, "
                 "sum(CASE WHEN name = 'robots/robots_denied' THEN value END) AS robots_denied, "
                 "sum(CASE WHEN name = 'updatedb/new_urls' THEN value END) AS new_urls, "
                 "sum(CASE WHEN name = 'dedup/duplicates/marked' THEN value END) AS duplicates "

@@ -82,6 +82,12 @@ def cdxj_indexer(files: list[Path], *, sort: bool = True) -> bytes:
     return subprocess.run(command, capture_output=True, check=True).stdout
 
 
+def test_no_fetch_failed_inside_trawl(crawl: Crawl) -> None:
+    counters = read_table(crawl.spark, crawl.root, "counters")
+    internal = counters.filter("name LIKE 'fetch/why/%/internal'").collect()
+    assert not internal, [(r["segment"], r["value"]) for r in internal]
+
+
 def test_every_warc_passes_warcio_check_and_ours(crawl: Crawl) -> None:
     files = [f for s in crawl.segments for f in crawl.warc_files(s)]
     names = {f.name.split("-")[1] for f in files}

@@ -92,6 +92,12 @@ def test_sitemaps_come_from_robots_txt_and_find_pages_linked_from_nowhere(crawl:
     assert crawldb.filter("sitemap_lastmod IS NOT NULL AND NOT is_sitemap").count() > 0
 
 
+def test_no_fetch_failed_inside_trawl(crawl: Crawl) -> None:
+    counters = read_table(crawl.spark, crawl.root, "counters")
+    internal = counters.filter("name LIKE 'fetch/why/%/internal'").collect()
+    assert not internal, [(r["segment"], r["value"]) for r in internal]
+
+
 def test_a_revisit_is_conditional_and_a_304_stores_only_the_visit(crawl: Crawl) -> None:
     not_modified = [r for r in crawl.log if r["status"] == 304]
     assert not_modified, "some page was unchanged a day later"

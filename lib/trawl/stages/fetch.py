@@ -44,7 +44,8 @@ def fetch_partitions(
     names = FETCH_SCHEMA.fieldNames()
 
     def run(task: int, rows: Iterable[tuple[int, Row]]) -> Iterator[tuple[Any, ...]]:
-        items: Iterable[dict[str, Any]] = [row.asDict() for _, row in rows]
+        # recursive: struct columns (stored_capture) become dicts, as the fetcher reads them
+        items: Iterable[dict[str, Any]] = [row.asDict(recursive=True) for _, row in rows]
         remaining = max(0.0, deadline - time.time())
         policy = policy_source(policy_root) if policy_root else None
         for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy):
