@@ -107,8 +107,8 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     for r in rows.filter("error IS NOT NULL").groupBy("outcome", why).count().collect():
         counters.append((f"fetch/why/{r['outcome']}/{r['why']}", r["count"]))
     internal = rows.filter(F.col("error").startswith("internal:"))
-    if internal.limit(1).count():
-        first = internal.select("url", "error").first()
+    first = internal.select("url", "error").first()
+    if first is not None:
         say(
             f"{internal.count()} fetches of segment {ctx.segment} failed with an internal "
             f"error (a trawl bug; they are retried next cycle), e.g. {first['url']}: "
