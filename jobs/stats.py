@@ -1,8 +1,8 @@
 """spark-submit entry point: `spark-submit jobs/stats.py --crawl ROOT ...`.
 
 Same arguments as `trawl stats`; the Spark master and resources come from
-spark-submit. The trawl package ships to executors as a wheel or zip
-(`--py-files`), see README.md.
+spark-submit. The trawl package ships to executors as a zip (`--py-files`; pyspark puts
+.zip files, not wheels, on the executors' path), see README.md.
 """
 
 from __future__ import annotations

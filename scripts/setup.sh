@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: a virtualenv in .venv with trawl and its
 # dependencies, the Delta Lake jars in jars/lib/ (fetched with Maven once,
-# then loaded from disk by every Spark session), and pywb in .venv-pywb for the
-# replay test. Safe to run again.
+# then loaded from disk by every Spark session), pywb in .venv-pywb for the
+# replay test and Airflow in .venv-airflow for the DAG test. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -48,4 +48,20 @@ if [ "$(cat .venv-pywb/.installed 2>/dev/null)" != "pywb==$PYWB_VERSION" ] \
   echo "pywb==$PYWB_VERSION" > .venv-pywb/.installed
 fi
 
-echo "setup: .venv, .venv-pywb and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"
+# Airflow 3, for airflow_dags/ and tests/jobs/test_airflow_dag.py, in a
+# virtualenv of its own: its pins (sqlalchemy, pydantic, fastapi, ...) are not
+# ours, and the DAG runs trawl through .venv/bin/trawl (local mode) or
+# spark-submit (cluster mode), so trawl is not installed here. Airflow's
+# constraints files live outside the package registry, so the two packages are
+# pinned and pip resolves the rest. The marker names the versions.
+AIRFLOW_PINS="apache-airflow==3.3.2 apache-airflow-providers-apache-spark==6.3.4"
+if [ "$(cat .venv-airflow/.installed 2>/dev/null)" != "$AIRFLOW_PINS" ] \
+   || [ ! -x .venv-airflow/bin/airflow ]; then
+  rm -rf .venv-airflow
+  "$PY" -m venv .venv-airflow
+  # shellcheck disable=SC2086  # the pins are two words on purpose
+  .venv-airflow/bin/pip install -q --disable-pip-version-check $AIRFLOW_PINS
+  echo "$AIRFLOW_PINS" > .venv-airflow/.installed
+fi
+
+echo "setup: .venv, .venv-pywb, .venv-airflow and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"

@@ -33,6 +33,7 @@ from trawl.tables import (
     ensure_all,
     list_segments,
     read_segment_table,
+    read_table,
     segment_exists,
     segment_path,
     write_counters,
@@ -68,10 +69,16 @@ def run_inject(
 
 def run_generate(ctx: StageContext) -> dict[str, Any]:
     ensure_all(ctx.spark, ctx.root)
-    fetchlist = generate(ctx)
-    write_segment_table(fetchlist, ctx.root, ctx.segment, "fetchlist")
-    written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-    mark_generated(written, ctx)
+    if segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
+        # The segment was fetched from its fetch list: a re-run (Airflow
+        # clearing a whole run) keeps it rather than pick what is due now.
+        say(f"generate: segment {ctx.segment} is fetched; its fetch list stays")
+        written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+    else:
+        fetchlist = generate(ctx)
+        write_segment_table(fetchlist, ctx.root, ctx.segment, "fetchlist")
+        written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+        mark_generated(written, ctx)
     stats = written.agg(
         F.count("*").alias("urls"),
         F.countDistinct("host").alias("hosts"),
@@ -90,7 +97,15 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
 def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str, Any]:
     if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetchlist"):
         raise SystemExit(f"segment {ctx.segment} has no fetchlist: run generate first")
-    write_segment_table(fetch(ctx, time_limit_s), ctx.root, ctx.segment, "fetch")
+    merged = read_table(ctx.spark, ctx.root, "counters").filter(
+        (F.col("segment") == ctx.segment) & (F.col("job") == "updatedb")
+    )
+    if merged.isEmpty():
+        write_segment_table(fetch(ctx, time_limit_s), ctx.root, ctx.segment, "fetch")
+    else:
+        # updatedb merged this fetch: crawldb and events point into its WARC
+        # records, so a re-run keeps them rather than fetch the list again.
+        say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
     rows = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
     counters: list[tuple[str, int]] = []
     for r in rows.groupBy("kind", "outcome").count().collect():
@@ -117,6 +132,16 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     indexed = write_segment_index(ctx)
     if indexed is not None:
         counters.append(("fetch/warc/index_lines", indexed))
+    else:
+        # An object-store root: the executors write WARC to local or mounted
+        # paths only, so this segment's exchanges are not archived. Said, and
+        # counted, rather than passed over.
+        unarchived = rows.filter("http_status IS NOT NULL").count()
+        counters.append(("fetch/warc/not_written", unarchived))
+        say(
+            f"fetch: no WARC files for segment {ctx.segment}: the crawl root {ctx.root} is "
+            f"not a local or mounted path ({unarchived} responses not archived)"
+        )
     write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
 

@@ -110,6 +110,37 @@ def test_updatedb_twice_leaves_crawldb_and_hostdb_unchanged(crawl: Crawl) -> Non
     assertDataFrameEqual(read_table(crawl.spark, crawl.root, "hostdb").collect(), hosts_before)
 
 
+def test_generate_and_fetch_again_keep_a_merged_segment(crawl: Crawl) -> None:
+    """What Airflow does when a finished run is cleared: the segment's stages
+    run again. generate must not pick what is due now (updatedb added
+    outlinks since), nor fetch replace the records crawldb points into."""
+    from delta.tables import DeltaTable
+
+    segment = crawl.segments[0]
+
+    def state() -> tuple[Any, ...]:
+        tables = [
+            read_segment_table(crawl.spark, crawl.root, segment, n) for n in ("fetchlist", "fetch")
+        ]
+        paths = [segment_path(crawl.root, segment, n) for n in ("fetchlist", "fetch")]
+        versions = [DeltaTable.forPath(crawl.spark, p).history(1).first()["version"] for p in paths]
+        return (
+            *[t.collect() for t in tables],
+            versions,
+            read_table(crawl.spark, crawl.root, "crawldb").collect(),
+        )
+
+    fetchlist, fetch, versions, crawldb = state()
+    generated = run_generate(crawl.ctx(0))
+    assert generated["urls"] == len(fetchlist)
+    run_fetch(crawl.ctx(0))
+    again = state()
+    assertDataFrameEqual(again[0], fetchlist)
+    assertDataFrameEqual(again[1], fetch)
+    assert again[2] == versions  # neither table was written again
+    assertDataFrameEqual(again[3], crawldb)
+
+
 @pytest.mark.parametrize("cycle", [0, 1])
 def test_generate_caps_hosts_and_keeps_shared_ips_in_one_task(crawl: Crawl, cycle: int) -> None:
     fetchlist = read_segment_table(crawl.spark, crawl.root, crawl.segments[cycle], "fetchlist")
