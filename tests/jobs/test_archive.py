@@ -28,6 +28,7 @@ from trawl.stages.common import StageContext
 from trawl.stages.export import Selection
 from trawl.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel
+from trawl.warc import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED
 from trawl.warcread import check_file, iter_records
 
 AT = datetime(2026, 10, 1, 6, 0, tzinfo=UTC)
@@ -100,6 +101,33 @@ def test_every_warc_passes_warcio_check_and_ours(crawl: Crawl) -> None:
     assert all(check_file(f) == [] for f in files)
     types = {r.rec_type for f in files for r in iter_records(f)}
     assert types >= {"warcinfo", "response", "request", "metadata", "revisit"}
+
+
+def test_an_unchanged_recrawl_is_a_revisit_of_the_earlier_segments_record(crawl: Crawl) -> None:
+    """The fetch list carries each URL's stored capture: a page fetched again
+    a day later that is unchanged (a 304, or a 200 with the same payload) is
+    archived as a revisit naming the record of the first segment."""
+    first = {
+        r.header("WARC-Record-ID"): r
+        for f in crawl.warc_files(crawl.segments[0])
+        for r in iter_records(f)
+        if r.rec_type == "response"
+    }
+    revisits = [
+        r for f in crawl.warc_files(crawl.segments[1]) for r in iter_records(f)
+        if r.rec_type == "revisit"
+    ]  # fmt: skip
+    earlier = [r for r in revisits if r.header("WARC-Refers-To") in first]
+    assert earlier
+    for record in earlier:
+        original = first[record.header("WARC-Refers-To")]
+        assert record.header("WARC-Refers-To-Target-URI") == original.target_uri
+        assert record.header("WARC-Refers-To-Date") == original.header("WARC-Date")
+        if record.header("WARC-Profile") == REVISIT_IDENTICAL:
+            assert record.header("WARC-Payload-Digest") == original.header("WARC-Payload-Digest")
+        else:
+            assert record.header("WARC-Profile") == REVISIT_NOT_MODIFIED
+            assert record.http_head() is not None and record.http_head().status == "304"
 
 
 def test_segment_index_equals_cdxj_indexer(crawl: Crawl) -> None:
