@@ -21,7 +21,7 @@ Which crawls
         mode = "cluster"
         jobs_dir = "/opt/trawl/jobs"
         py_files = ["/opt/trawl/dist/trawl.zip"]
-        jars = ["/opt/trawl/jars/delta-spark_2.13-4.4.0.jar", "..."]
+        jars = ["/opt/trawl/jars/delta-spark_4.2_2.13-4.4.0.jar", "..."]  # all of jars/lib
 
 What a run does
     generate -> fetch -> updatedb -> dedup -> events -> stats, one task per
