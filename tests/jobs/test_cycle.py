@@ -229,6 +229,7 @@ def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
     assert total == read_table(crawl.spark, crawl.root, "crawldb").count()
     assert sum(r["urls"] for r in stats["by_status"]) == total
     assert [r["segment"] for r in stats["segments"] if r["fetched"]] == crawl.segments
+    assert all(not r["internal_errors"] for r in stats["segments"])  # counted, and none
 
 
 def test_cycle_command_injects_and_runs_cycles(
