@@ -156,9 +156,12 @@ class CrawlLease:
         """Replace a stale (or unreadable) lease, one run at a time: the
         ``.takeover`` file is the lock for that (itself stale after ttl_s)."""
         lock = self.path.with_name(LEASE_FILE + ".takeover")
-        try:
-            if lock.exists() and lock.stat().st_mtime < self.clock() - self.ttl_s:
+        try:  # a lock left by a run that died taking over; its mtime is wall-clock
+            if lock.stat().st_mtime < time.time() - self.ttl_s:
                 lock.unlink(missing_ok=True)
+        except FileNotFoundError:  # none, or the run taking over just removed it
+            pass
+        try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             return False

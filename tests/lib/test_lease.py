@@ -86,11 +86,12 @@ def test_the_holder_renews_while_it_runs(tmp_path: Path) -> None:
             CrawlLease(tmp_path, "other", ttl_s=0.6).acquire()
 
 
-def test_of_many_runs_racing_for_a_stale_lease_one_wins(tmp_path: Path) -> None:
+@pytest.mark.parametrize("round_", range(20))  # a race: many rounds to catch it
+def test_of_many_runs_racing_for_a_stale_lease_one_wins(tmp_path: Path, round_: int) -> None:
     clock = Clock()
     CrawlLease(tmp_path, "crashed", ttl_s=60, clock=clock)._try_take()
     clock.now += 120
-    barrier, won, lost = threading.Barrier(8), [], []
+    barrier, won, lost, failed = threading.Barrier(8), [], [], []
 
     def race(i: int) -> None:
         lease = CrawlLease(tmp_path, f"run{i}", ttl_s=60, clock=clock)
@@ -99,14 +100,31 @@ def test_of_many_runs_racing_for_a_stale_lease_one_wins(tmp_path: Path) -> None:
             won.append(lease.acquire().command)
         except LeaseHeld:
             lost.append(i)
+        except Exception as exc:  # e.g. the takeover lock vanishing under a stat
+            failed.append(repr(exc))
 
     threads = [threading.Thread(target=race, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert failed == []
     assert len(won) == 1 and len(lost) == 7
     assert json.loads((tmp_path / LEASE_FILE).read_text())["command"] == won[0]
+
+
+def test_a_takeover_lock_left_by_a_dead_run_expires_on_the_wall_clock(tmp_path: Path) -> None:
+    clock = Clock()
+    CrawlLease(tmp_path, "crashed", ttl_s=60, clock=clock)._try_take()
+    clock.now += 120
+    lock = tmp_path / (LEASE_FILE + ".takeover")
+    lock.touch()  # a run taking over the stale lease right now
+    with pytest.raises(LeaseHeld):
+        CrawlLease(tmp_path, "second", ttl_s=60, clock=clock).acquire()
+    old = time.time() - 120
+    os.utime(lock, (old, old))  # ... or one that died doing so two minutes ago
+    assert CrawlLease(tmp_path, "third", ttl_s=60, clock=clock).acquire().command == "third"
+    assert not lock.exists()
 
 
 def test_writing_commands_refuse_a_held_crawl_before_starting_spark(
