@@ -38,6 +38,11 @@ def main(argv: list[str] | None = None) -> None:
         default=DUP_FAMILIES,
         help="near-duplicate article families to publish (0: none)",
     )
+    parser.add_argument(
+        "--traps",
+        action="store_true",
+        help="also serve the crawler traps of trawl.testweb.traps (entrances added to the seeds)",
+    )
     args = parser.parse_args(argv)
     run(
         args.seed,
@@ -48,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
         n_seeds=args.seeds,
         at=args.at,
         dup_families=args.dup_families,
+        traps=args.traps,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from trawl.testweb.changes import EPOCH
 from trawl.testweb.model import DEFAULT_AGENT, WebModel
 from trawl.testweb.server import TestWeb
+from trawl.testweb.traps import TRAP_HOSTS
 
 
 def run(
@@ -35,13 +36,16 @@ def run(
     stop: threading.Event | None = None,
     at: datetime = EPOCH,
     dup_families: int = 0,
+    traps: bool = False,
 ) -> None:
     """Generate the web for ``seed``, serve it on ``port`` (0: any) until signalled.
 
     ``stop`` lets a caller (or a test) end the run without a signal; signal
     handlers are only installed when called from the main thread. ``at`` is
     the logical time the web answers as of; ``dup_families`` the number of
-    near-duplicate families the web publishes (``trawl.testweb.dups``).
+    near-duplicate families the web publishes (``trawl.testweb.dups``);
+    ``traps`` serves the crawler traps of ``trawl.testweb.traps`` as well,
+    their entrances last in the seeds file.
     """
     model = WebModel.generate(
         seed, hosts=hosts, ips=min(ips, hosts), agent=agent, dup_families=dup_families
@@ -49,11 +53,13 @@ def run(
     stop = stop or threading.Event()
     previous = _install_handlers(stop)
     try:
-        with TestWeb(model, Path(out_dir), port=port, n_seeds=n_seeds, at=at) as web:
+        web = TestWeb(model, Path(out_dir), port=port, n_seeds=n_seeds, traps=traps, at=at)
+        with web:
             lines = [
                 f"testweb seed={seed}: {len(model.hosts)} hosts, {model.page_count} pages"
                 f" on {len(model.ips)} IPs, port {web.port}, as of {web.time.isoformat()}"
-                + (f", {dup_families} near-duplicate families" if dup_families else ""),
+                + (f", {dup_families} near-duplicate families" if dup_families else "")
+                + (f", {len(TRAP_HOSTS)} crawler traps" if traps else ""),
                 f"hosts file: {web.hosts_file}",
                 f"seeds file: {web.seeds_file}",
                 f"access log: {web.access_log}",

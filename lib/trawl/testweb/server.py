@@ -20,12 +20,16 @@ joins every thread it started.
 
 With ``hostile=True`` the hosts of ``trawl.testweb.hostile`` are served too,
 each on its own 127.0.9.x listener; their requests are handed to that module,
-which writes raw bytes, and are logged with ``"hostile": true``.
+which writes raw bytes, and are logged with ``"hostile": true``. With
+``traps=True`` the crawler traps of ``trawl.testweb.traps`` are served on
+127.0.10.x, as ordinary keep-alive responses built by that module, and logged
+with ``"trap": <kind>``; their entrances are appended to ``seeds.txt``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import selectors
 import socket
@@ -33,6 +37,7 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,7 +45,7 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-from trawl.testweb import hostile
+from trawl.testweb import hostile, traps
 from trawl.testweb.changes import EPOCH
 from trawl.testweb.model import WebModel, make_url
 from trawl.testweb.render import Conditions, respond
@@ -126,24 +131,16 @@ class _Handler(BaseHTTPRequestHandler):
         if web.hostile and hostile.is_hostile(host):
             self._serve_hostile(host, path, local_ip, start)
             return
+        if web.traps and traps.is_trap(host):
+            self._serve_trap(host, path, local_ip, start, send_body)
+            return
         at = web.time
         resp = respond(
             web.model, host, path, web.port, local_ip, at=at, conditions=self._conditions()
         )
         if resp.delay:
             time.sleep(resp.delay)
-        self.send_response(resp.status)
-        for name, value in resp.headers:
-            self.send_header(name, value)
-        if resp.status != 304:  # RFC 9110 8.6: a 304's length would be the 200's
-            self.send_header("Content-Length", str(len(resp.body)))
-        if web.stopping:
-            self.close_connection = True
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if send_body:
-            self.wfile.write(resp.body)
-        self.wfile.flush()
+        self._send(resp.status, resp.headers, resp.body, send_body)
         web._log(
             self._record(
                 host, path, local_ip, start, resp.status, len(resp.body) if send_body else 0
@@ -154,6 +151,23 @@ class _Handler(BaseHTTPRequestHandler):
                 "version": resp.version,
             }
         )
+
+    def _send(
+        self, status: int, headers: Sequence[tuple[str, str]], body: bytes, send_body: bool
+    ) -> None:
+        """Write one response; the connection stays open unless the web is stopping."""
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        if status != 304:  # RFC 9110 8.6: a 304's length would be the 200's
+            self.send_header("Content-Length", str(len(body)))
+        if self.server.web.stopping:
+            self.close_connection = True
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+        self.wfile.flush()
 
     def _record(
         self, host: str, path: str, local_ip: str, start: float, status: int, sent: int
@@ -192,6 +206,20 @@ class _Handler(BaseHTTPRequestHandler):
             | {"retry_after": None, "at": web.time.isoformat(), "version": None, "hostile": True}
         )
 
+    def _serve_trap(
+        self, host: str, path: str, local_ip: str, start: float, send_body: bool
+    ) -> None:
+        """A host of ``trawl.testweb.traps``: an ordinary response, built there."""
+        web = self.server.web
+        page = traps.respond(host, path, web.port, [h.name for h in web.model.hosts])
+        self._send(page.status, page.headers, page.body, send_body)
+        sent = len(page.body) if send_body else 0
+        web._log(
+            self._record(host, path, local_ip, start, page.status, sent)
+            | {"retry_after": None, "at": web.time.isoformat(), "version": None}
+            | {"trap": traps.kind_of(host)}
+        )
+
 
 class TestWeb:
     """The synthetic web, served on loopback; use as a context manager.
@@ -199,8 +227,10 @@ class TestWeb:
     ``start()`` binds, writes ``hosts``, ``seeds.txt`` and opens
     ``access.jsonl`` (appending) in ``out_dir``; ``stop()`` undoes it all.
     ``hostile=True`` also serves the catalogue of ``trawl.testweb.hostile``
-    (its names in ``hosts``, never in ``seeds.txt``). ``at`` sets the clock
-    (``set_time``) from the start.
+    (its names in ``hosts``, never in ``seeds.txt``); ``traps=True`` the traps
+    of ``trawl.testweb.traps`` (their names in ``hosts``, their entrances at
+    the end of ``seeds.txt``). ``at`` sets the clock (``set_time``) from the
+    start.
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -213,12 +243,14 @@ class TestWeb:
         n_seeds: int = 3,
         *,
         hostile: bool = False,
+        traps: bool = False,
         at: datetime = EPOCH,
     ) -> None:
         self.model = model
         self._time = EPOCH
         self.set_time(at)
         self.hostile = hostile
+        self.traps = traps
         self.out_dir = Path(out_dir)
         self.n_seeds = n_seeds
         self.stopping = False
@@ -279,8 +311,12 @@ class TestWeb:
         hosts_text = self.model.hosts_file_text()
         if self.hostile:
             hosts_text += hostile.hosts_file_text()
+        if self.traps:
+            hosts_text += traps.hosts_file_text()
         self.hosts_file.write_text(hosts_text, encoding="utf-8")
         seeds = self.model.seed_urls(self.n_seeds, self._port)
+        if self.traps:
+            seeds += traps.seed_urls(self._port)
         self.seeds_file.write_text("".join(f"{u}\n" for u in seeds), encoding="utf-8")
         self._log_file = _AccessLog(self.access_log)
         self.stopping = False
@@ -325,6 +361,10 @@ class TestWeb:
             if set(ips) & set(hostile.listen_addresses()):
                 raise ValueError("the model's addresses reach into the hostile hosts' 127.0.9.x")
             ips = ips + hostile.listen_addresses()
+        if self.traps:
+            if any(ipaddress.ip_address(ip) in traps.TRAP_NET for ip in self.model.ips):
+                raise ValueError("the model's addresses reach into the traps' 127.0.10.x")
+            ips = ips + traps.listen_addresses()
         attempts = 1 if self._want_port else BIND_ATTEMPTS
         for _ in range(attempts):
             servers: list[_Server] = []
