@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.urlfilter import DEFAULT_SKIP_EXTENSIONS
-from trawl.urlnorm import DEFAULT_STRIP_PARAMS
+from trawl.urlnorm import DEFAULT_SESSION_PARAMS, DEFAULT_STRIP_PARAMS
 
 
 class ConfigError(ValueError):
@@ -126,12 +126,33 @@ class FilterConfig:
     max_url_length: int = 2048
     max_path_depth: int = 16
     max_repeated_segments: int = 3
+    max_query_params: int = 8
     skip_extensions: tuple[str, ...] = DEFAULT_SKIP_EXTENSIONS
 
 
 @dataclass(frozen=True)
 class NormalizeConfig:
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
+    session_params: tuple[str, ...] = DEFAULT_SESSION_PARAMS
+
+
+@dataclass(frozen=True)
+class TrapsConfig:
+    max_new_per_host: int = 500
+    max_new_per_pattern: int = 100
+    soft404_probe: bool = True
+    soft404_reprobe_s: float = 2_592_000.0
+    soft404_max_distance: int = 3
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    enabled: bool = True
+    min_pages: int = 20
+    max_pages: int = 1000
+    pages_per_linking_domain: int = 10
+    defer_s: float = 86_400.0
+    defer_max_s: float = 2_592_000.0
 
 
 @dataclass(frozen=True)
@@ -210,6 +231,8 @@ class Config:
     generate: GenerateConfig = field(default_factory=GenerateConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    traps: TrapsConfig = field(default_factory=TrapsConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
@@ -320,6 +343,7 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("schedule.gone_after must be at least 1")
     _validate_dedup(cfg.dedup)
     _validate_airflow(cfg.airflow)
+    _validate_traps(cfg.traps, cfg.budget)
     if cfg.crawl.lease_ttl_s < 10 or cfg.crawl.lease_wait_s < 0:
         raise ConfigError("crawl: need lease_ttl_s >= 10 and lease_wait_s >= 0")
     if not re.fullmatch(r"[A-Za-z0-9._\-]+", cfg.warc.prefix):
@@ -350,6 +374,19 @@ def _validate_dedup(dedup: DedupConfig) -> None:
             f"dedup.compare_order: distinct keys of {', '.join(DEDUP_ORDER_KEYS)}, "
             f"got {list(dedup.compare_order)}"
         )
+
+
+def _validate_traps(traps: TrapsConfig, budget: BudgetConfig) -> None:
+    if traps.max_new_per_host < 1 or traps.max_new_per_pattern < 1:
+        raise ConfigError("traps: max_new_per_host and max_new_per_pattern must be at least 1")
+    if not 0 <= traps.soft404_max_distance < 64 or traps.soft404_reprobe_s <= 0:
+        raise ConfigError("traps: need 0 <= soft404_max_distance < 64 and soft404_reprobe_s > 0")
+    if not 1 <= budget.min_pages <= budget.max_pages or budget.pages_per_linking_domain < 0:
+        raise ConfigError(
+            "budget: need 1 <= min_pages <= max_pages and pages_per_linking_domain >= 0"
+        )
+    if not 0 < budget.defer_s <= budget.defer_max_s:
+        raise ConfigError("budget: need 0 < defer_s <= defer_max_s")
 
 
 def _validate_airflow(airflow: AirflowConfig) -> None:

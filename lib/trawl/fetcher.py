@@ -1,12 +1,15 @@
-"""One visit to one URL: robots.txt or a page, with everything that follows.
+"""One visit to one URL: robots.txt, a page or a soft-404 probe, and all that follows.
 
 A visit fetches the bytes once and does all the per-page work in the same
-task: the raw exchange goes to WARC as it arrives, the page is parsed for
-links, canonical and robots directives, outlinks are resolved against the
-page (and its ``<base href>``) and normalised, the body gets its sha256 and
+task: the page is parsed for links, canonical and robots directives, the raw
+exchange goes to WARC once its outcome is known, outlinks are resolved against
+the page (and its ``<base href>``) and normalised, the body gets its sha256 and
 the main text its near-duplicate fingerprints (``trawl.fingerprint``; the
 MinHash only when ``dedup.method`` is "minhash", as it costs more). The
-result is one row of the segment's ``fetch`` table (``trawl.schemas``).
+result is one row of the segment's ``fetch`` table (``trawl.schemas``). A 2xx
+page whose body is its host's not-found page (the answer to the soft-404
+probe, ``trawl.soft404``) comes out as a soft 404, without outlinks, and is
+archived with the diagnostics.
 
 ``Fetcher`` is built from the config (``Fetcher.from_config``) and is shared
 by the worker threads of a fetch task; it holds no per-host state (that is
@@ -32,6 +35,7 @@ from trawl.resolver import AddressRefused, Resolver
 from trawl.robots import RobotsRules, rules_for_fetch
 from trawl.simhash import to_signed
 from trawl.sitemaps import parse_sitemap
+from trawl.soft404 import ProbeAnswer, is_site_root
 from trawl.status import FetchOutcome, outcome_for_http
 from trawl.warc import (
     REVISIT_IDENTICAL,
@@ -112,6 +116,14 @@ class Visit:
     retry_after_s: float | None = None
     rules: RobotsRules | None = None  # robots visits only
     no_request: bool = False  # decided without contacting the host
+
+
+def _answered(row: Row, resp: HttpResponse, outcome: FetchOutcome, started: datetime) -> Visit:
+    """The visit of a request that got a response: a transient error (5xx,
+    429) is a failure for the scheduler, with its Retry-After."""
+    failed = outcome is FetchOutcome.RETRY
+    wait = retry_after_s(resp.header("retry-after"), started) if failed else None
+    return Visit(row, resp.elapsed_s, failed=failed, retry_after_s=wait)
 
 
 class Fetcher:
@@ -196,27 +208,25 @@ class Fetcher:
 
     # -- pages -----------------------------------------------------------------
 
-    def visit_page(self, item: Mapping[str, Any], ip: str, robots: str = "allowed") -> Visit:
-        """Fetch one page (``robots``: the robots decision that allowed it)."""
+    def visit_page(
+        self,
+        item: Mapping[str, Any],
+        ip: str,
+        robots: str = "allowed",
+        not_found: ProbeAnswer | None = None,
+    ) -> Visit:
+        """Fetch one page (``robots``: the robots decision that allowed it;
+        ``not_found``: the host's answer to its soft-404 probe, which a 2xx
+        page is compared with)."""
         url = str(item["url"])
         started = datetime.now(UTC)
         row = self.base_row(item, "page", url, ip, started)
         row["robots_decision"] = robots
-        try:
-            resp = self.client.get(
-                url, ip, self._conditional_headers(item), not_after=self.not_after
-            )
-        except FetchError as exc:
-            elapsed = (datetime.now(UTC) - started).total_seconds()
-            row.update(
-                outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}", elapsed_s=elapsed
-            )
-            self._archive_failure(url, ip, started, row)
+        resp = self._get(url, ip, row, started, self._conditional_headers(item))
+        if resp is None:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
         row.update(self._response_fields(resp, outcome))
-        fields, capture = self._archive(url, resp, started, _subset(outcome), item)
-        row.update(fields)
         if outcome is FetchOutcome.SUCCESS:
             before = item.get("content_sha256")
             row["changed"] = None if not before else row["content_sha256"] != before
@@ -231,17 +241,75 @@ class Fetcher:
                     max_links=self.cfg.fetch.max_outlinks_per_page,
                 )
                 row.update(self._page_fields(url, page))
+            outcome = self._soft404(url, row, not_found)
         elif outcome is FetchOutcome.NOTMODIFIED:
             row["changed"] = False  # RFC 9110 15.4.5: the stored copy is current
         elif outcome in (FetchOutcome.REDIR_PERM, FetchOutcome.REDIR_TEMP):
             row["redirect_to"] = self._absolute(url, resp.header("location"))
-        retry_after = None
-        if outcome is FetchOutcome.RETRY:
-            retry_after = retry_after_s(resp.header("retry-after"), started)
-        failed = outcome is FetchOutcome.RETRY
+        # Archived once the outcome is known (the body is read in full by now):
+        # a soft 404 goes with the 404s to crawldiagnostics, not with the pages.
+        fields, capture = self._archive(url, resp, started, _subset(outcome), item)
+        row.update(fields)
         if capture is not None and outcome in (FetchOutcome.SUCCESS, FetchOutcome.NOTMODIFIED):
             self._archive_metadata(url, started, row, capture)
-        return Visit(row, resp.elapsed_s, failed=failed, retry_after_s=retry_after)
+        return _answered(row, resp, outcome, started)
+
+    def _soft404(self, url: str, row: Row, not_found: ProbeAnswer | None) -> FetchOutcome:
+        """A 2xx page's outcome: SUCCESS, or SOFT404 when it is the host's
+        not-found page (``trawl.soft404``). Sets ``soft404`` when compared."""
+        if not_found is None or not not_found.comparable or is_site_root(url):
+            return FetchOutcome.SUCCESS
+        max_distance = self.cfg.traps.soft404_max_distance
+        why = not_found.verdict(row.get("content_sha256"), row.get("simhash"), max_distance)
+        row["soft404"] = why is not None
+        if why is None:
+            return FetchOutcome.SUCCESS
+        # The error page's links are not the site's: none is followed.
+        row.update(outcome=FetchOutcome.SOFT404.value, error=why, outlinks=None)
+        return FetchOutcome.SOFT404
+
+    # -- the soft-404 probe ----------------------------------------------------
+
+    def visit_probe(self, item: Mapping[str, Any], ip: str, url: str) -> Visit:
+        """Ask the item's host for ``url``, a path that cannot exist
+        (``trawl.soft404.probe_url``): a ``probe`` row with the answer's status,
+        sha256 and simhash, computed as for a page. Archived with the
+        diagnostics (it is no page of the site); its links and any redirect
+        target are not recorded, so nothing of it reaches crawldb."""
+        started = datetime.now(UTC)
+        row = self.base_row(item, "probe", url, ip, started)
+        resp = self._get(url, ip, row, started)
+        if resp is None:
+            return Visit(row, self.cfg.http.read_timeout_s, failed=True)
+        outcome = outcome_for_http(resp.status)
+        row.update(self._response_fields(resp, outcome))
+        if outcome is FetchOutcome.SUCCESS:
+            page = parse_page(resp.body, resp.header("content-type"), resp.headers, self.agent)
+            row.update(
+                self._fingerprint_fields(page), title=page.title[:500] if page.title else None
+            )
+        row.update(self._archive(url, resp, started, "crawldiagnostics")[0])
+        return _answered(row, resp, outcome, started)
+
+    def _get(
+        self,
+        url: str,
+        ip: str,
+        row: Row,
+        started: datetime,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpResponse | None:
+        """The response, or None when none came (the row then says why, and a
+        metadata record in crawldiagnostics keeps the failure)."""
+        try:
+            return self.client.get(url, ip, headers, not_after=self.not_after)
+        except FetchError as exc:
+            elapsed = (datetime.now(UTC) - started).total_seconds()
+            row.update(
+                outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}", elapsed_s=elapsed
+            )
+            self._archive_failure(url, ip, started, row)
+            return None
 
     def _conditional_headers(self, item: Mapping[str, Any]) -> dict[str, str]:
         """Validators of the stored copy (none without one: a 304 must have a
@@ -355,7 +423,10 @@ class Fetcher:
         if not href:
             return None
         try:
-            return urlnorm.normalize(urlnorm.resolve(base, href), self.cfg.normalize.strip_params)
+            norm = self.cfg.normalize
+            return urlnorm.normalize(
+                urlnorm.resolve(base, href), norm.strip_params, norm.session_params
+            )
         except urlnorm.UrlError:
             return None
 

@@ -28,7 +28,14 @@ Decisions taken on the way, each recorded in the row (``robots_decision`` or
 - redirects: followed up to ``fetch.follow_redirects`` hops when the target
   passes the URL filters and its host is fetched by this task (so under that
   host's politeness), otherwise recorded for a later cycle; no URL is fetched
-  twice in one task (and a host belongs to one task only).
+  twice in one task (and a host belongs to one task only);
+- soft 404s (``trawl.soft404``, ``traps.soft404_probe``): a host with no
+  probe in hostdb, or one older than ``traps.soft404_reprobe_s``, is asked
+  once for a path that cannot exist, after robots.txt and before its first
+  page, as one more request under its politeness (a ``probe`` row; none when
+  robots.txt disallows the path or the Crawl-delay is over the cap, and that
+  is recorded); the host's 2xx pages are then compared with the answer (this
+  one, or hostdb's when it failed or was not needed).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from trawl.frontier import admit, url_filter
 from trawl.politeness import GapRule, HostScheduler
 from trawl.resolver import AddressRefused
 from trawl.robots import UNREACHABLE_REASONS, RobotsRules
+from trawl.soft404 import ProbeAnswer, from_hints, from_probe, probe_url
 from trawl.status import FetchOutcome
 from trawl.urlnorm import registered_domain
 from trawl.warc import TaskArchive
@@ -115,6 +123,17 @@ def rules_when_unreachable(
     return fetched
 
 
+def probe_due(known: ProbeAnswer | None, cfg: Config, now: datetime) -> bool:
+    """Should the host be probed for soft 404s in this segment? When probes
+    are on and hostdb has none, or one older than ``traps.soft404_reprobe_s``
+    (timed like robots.txt freshness, on the fetch's clock)."""
+    if not cfg.traps.soft404_probe:
+        return False
+    if known is None or known.probed_at is None:
+        return True
+    return now - _utc(known.probed_at) > timedelta(seconds=cfg.traps.soft404_reprobe_s)
+
+
 def _monotonic_at(when: datetime | None, now: datetime) -> float:
     """The scheduler's clock reading for a wall-clock time from hostdb (the
     host's next allowed visit, carried over from the last cycle)."""
@@ -132,7 +151,12 @@ class FetchTask:
     """State of one running task; ``run`` yields the fetch rows."""
 
     def __init__(
-        self, cfg: Config, fetcher: Fetcher, deadline: float, policy: PolicySource | None = None
+        self,
+        cfg: Config,
+        fetcher: Fetcher,
+        deadline: float,
+        policy: PolicySource | None = None,
+        segment: str = "",
     ) -> None:
         self.cfg = cfg
         self.fetcher = fetcher
@@ -142,6 +166,7 @@ class FetchTask:
             self.rule, deadline, time.monotonic, mode=cfg.politeness.mode
         )
         self.policy = policy
+        self.segment = segment  # names the soft-404 probe's path
         self.url_filter = url_filter(cfg)
         self.rules: dict[str, RobotsRules] = {}  # origin -> rules in force
         self.robots_tries: dict[str, int] = defaultdict(int)  # origin -> failed fetches
@@ -150,6 +175,8 @@ class FetchTask:
         self.first_item: dict[str, Mapping[str, Any]] = {}  # host -> hostdb hints
         self.seen: set[str] = set()  # URLs of this task: none is fetched twice
         self.stopped: dict[str, str] = {}  # host -> why its work was taken out
+        self.not_found: dict[str, ProbeAnswer] = {}  # host -> soft-404 probe answer in force
+        self.probe_owed: set[str] = set()  # hosts to probe before their first page
         self.rows: list[Row] = []
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -192,6 +219,7 @@ class FetchTask:
             rules = cached_rules(first, self.cfg, now)
             if rules is not None:
                 self.rules[origin_of(str(first["url"]))] = rules
+            self.plan_probe(host, first, now)
             self.scheduler.add_host(
                 host,
                 ip,
@@ -232,8 +260,57 @@ class FetchTask:
             return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
         if not rules.allowed(str(item["url"])):
             return self._no_request(item, FetchOutcome.ROBOTS_DENIED, _denied(rules))
-        visit = self.fetcher.visit_page(item, ip, _allowed(rules))
+        if host in self.probe_owed:  # before the host's first page request
+            self.probe_owed.discard(host)
+            probe = self.visit_probe(host, item, origin, ip, rules)
+            if probe is not None:
+                return probe
+        return self.fetcher.visit_page(item, ip, _allowed(rules), self.not_found.get(host))
+
+    def plan_probe(self, host: str, hints: Mapping[str, Any], now: datetime) -> None:
+        """The soft-404 answer in force for ``host`` (hostdb's, if any) and
+        whether it is to be probed again (``probe_due``)."""
+        if not self.cfg.traps.soft404_probe:
+            return  # soft-404 detection is off: no probe, no comparison
+        known = from_hints(hints)
+        if known is not None:
+            self.not_found[host] = known
+        if probe_due(known, self.cfg, now):
+            self.probe_owed.add(host)
+
+    def visit_probe(
+        self, host: str, item: Mapping[str, Any], origin: str, ip: str, rules: RobotsRules
+    ) -> Visit | None:
+        """Probe ``origin`` for its not-found page; ``item`` goes back to the
+        head of the queue, to be fetched after the gap the probe owes. None,
+        with a row saying why, when the probe may not be sent this segment."""
+        url = probe_url(origin, self.segment)
+        if not rules.allowed(url):
+            # RFC 9309 2.2.2: a disallowed path is not requested, probe or not.
+            self.emit(
+                self._probe_skipped(item, url, ip, FetchOutcome.ROBOTS_DENIED, "robots_denied")
+            )
+            return None
+        if self.rule.over_cap(rules.crawl_delay()):
+            # Over-cap Crawl-delay: the page is this segment's only request.
+            self.emit(
+                self._probe_skipped(item, url, ip, FetchOutcome.DEFERRED, "crawl_delay_over_cap")
+            )
+            return None
+        visit = self.fetcher.visit_probe(item, ip, url)
+        answer = from_probe(visit.row)
+        if answer is not None:  # a failed probe teaches nothing: hostdb's stays
+            self.not_found[host] = answer
+        self.scheduler.push_front(host, item)
         return visit
+
+    def _probe_skipped(
+        self, item: Mapping[str, Any], url: str, ip: str, outcome: FetchOutcome, why: str
+    ) -> Row:
+        """The row of a probe not sent: no request, so no answer to learn from."""
+        row = self.fetcher.base_row(item, "probe", url, ip, datetime.now(UTC))
+        row.update(outcome=outcome.value, error=f"probe: {why}")
+        return row
 
     def visit_robots(self, host: str, item: Mapping[str, Any], origin: str, ip: str) -> Visit:
         """Fetch robots.txt for ``origin``; the item goes back to the head of
@@ -430,7 +507,7 @@ def run_fetch_task(
         )
     fetcher = Fetcher.from_config(cfg, writer)
     try:
-        job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s, policy)
+        job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s, policy, segment)
         job.add_hosts(items)
         rows = job.run()
     finally:

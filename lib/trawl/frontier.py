@@ -59,6 +59,7 @@ def url_filter(cfg: Config) -> UrlFilter:
         max_url_length=f.max_url_length,
         max_path_depth=f.max_path_depth,
         max_repeated_segments=f.max_repeated_segments,
+        max_query_params=f.max_query_params,
         skip_extensions=f.skip_extensions,
     )
 
@@ -80,7 +81,7 @@ def admit(
     """(crawldb row, None) for an admitted URL, (None, reject reason) otherwise.
     ``is_sitemap``: the URL is a sitemap to read, not a page."""
     try:
-        url = urlnorm.normalize(raw_url, cfg.normalize.strip_params)
+        url = urlnorm.normalize(raw_url, cfg.normalize.strip_params, cfg.normalize.session_params)
     except urlnorm.UrlError as exc:
         return None, f"normalize/{exc.reason}"
     rejected = flt.reject_reason(url, sitemap=is_sitemap)

@@ -12,6 +12,12 @@ A robots.txt fetch that failed (5xx, 429, network error) does not replace the
 stored copy: the last usable answer stays for the fetcher to fall back on
 (RFC 9309 2.4), and ``robots_unreachable_since`` marks when the outage began,
 so the 30-day rule can be applied; an answer ends the outage.
+
+The segment's soft-404 probe (``trawl.soft404``), if it was answered, replaces
+the host's remembered one (``soft404_*``); a probe that failed or was not sent
+teaches nothing, so the last answer stays and the next segment asks again.
+Probe rows, like robots.txt rows, count for the politeness state (timing,
+failures) but are not page fetches.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trawl.robots import UNREACHABLE_REASONS
+from trawl.soft404 import from_probe, hostdb_fields
 from trawl.status import FetchOutcome
 
 Row = dict[str, Any]
@@ -47,18 +54,22 @@ def merge_host(
     base: Row,
     max_failures: int = FAILURES_BEFORE_PAUSE,
     pause: timedelta = PAUSE,
+    probe: Row | None = None,
 ) -> Row:
     """New hostdb row from the old one (or None), this segment's visits (dicts
     with kind, fetched_at, outcome, delay_s, elapsed_s, ip, in time order;
-    robots.txt fetches are kind "robots") and its latest robots.txt fetch row
-    (or None). ``base`` gives host_bucket and domain for a host seen the
-    first time."""
+    robots.txt fetches are kind "robots", soft-404 probes kind "probe"), its
+    latest robots.txt fetch row and its soft-404 probe row (or None). ``base``
+    gives host_bucket and domain for a host seen the first time."""
     if old is not None and old.get("last_segment") == segment:
         return old  # already applied: idempotent re-run
     new: Row = dict(old) if old else {"host": host, **base, "fetches": 0, "status_counts": {}}
     new["last_segment"] = segment
     if robots is not None:
         _robots(new, robots)
+    answer = from_probe(probe) if probe is not None else None
+    if answer is not None:
+        new.update(hostdb_fields(answer))
     requested = [v for v in visits if v.get("outcome") not in _NO_REQUEST]
     pages = [v for v in visits if v.get("kind", "page") == "page"]
     counts = dict(new.get("status_counts") or {})

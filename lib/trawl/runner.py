@@ -25,7 +25,7 @@ from trawl.stages.common import StageContext
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
 from trawl.stages.export import Selection, select_captures
-from trawl.stages.fetch import fetch, local_dir
+from trawl.stages.fetch import fetch, local_dir, probe_counters
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
@@ -74,11 +74,14 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         # clearing a whole run) keeps it rather than pick what is due now.
         say(f"generate: segment {ctx.segment} is fetched; its fetch list stays")
         written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+        deferred_urls = None
     else:
-        fetchlist = generate(ctx)
-        write_segment_table(fetchlist, ctx.root, ctx.segment, "fetchlist")
+        generated = generate(ctx)
+        deferred_urls = generated.deferred.count()
+        write_segment_table(generated.fetchlist, ctx.root, ctx.segment, "fetchlist")
         written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-        mark_generated(written, ctx)
+        mark_generated(written, generated.deferred, ctx)
+        generated.release()
     stats = written.agg(
         F.count("*").alias("urls"),
         F.countDistinct("host").alias("hosts"),
@@ -90,17 +93,18 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         ("generate/hosts", stats["hosts"]),
         ("generate/tasks", stats["tasks"]),
     ]
-    write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
+    if deferred_urls is not None:
+        counters.append(("generate/deferred/budget", deferred_urls))
+        write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
+    elif not _counted(ctx, "generate"):  # kept fetch list: the first run's counters stand
+        write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
     return {"segment": ctx.segment, **stats.asDict()}
 
 
 def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str, Any]:
     if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetchlist"):
         raise SystemExit(f"segment {ctx.segment} has no fetchlist: run generate first")
-    merged = read_table(ctx.spark, ctx.root, "counters").filter(
-        (F.col("segment") == ctx.segment) & (F.col("job") == "updatedb")
-    )
-    if merged.isEmpty():
+    if not _counted(ctx, "updatedb"):
         write_segment_table(fetch(ctx, time_limit_s), ctx.root, ctx.segment, "fetch")
     else:
         # updatedb merged this fetch: crawldb and events point into its WARC
@@ -110,7 +114,9 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     counters: list[tuple[str, int]] = []
     for r in rows.groupBy("kind", "outcome").count().collect():
         counters.append((f"fetch/{r['kind']}/{r['outcome'] or 'none'}", r["count"]))
-    for r in rows.filter("http_status IS NOT NULL").groupBy("http_status").count().collect():
+    # Soft-404 probes are counted apart (probe_counters): they are no pages.
+    answered = rows.filter("http_status IS NOT NULL AND kind <> 'probe'")
+    for r in answered.groupBy("http_status").count().collect():
         counters.append((f"fetch/status/{r['http_status']}", r["count"]))
     for r in (
         rows.filter("robots_decision IS NOT NULL").groupBy("robots_decision").count().collect()
@@ -119,8 +125,10 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
     # Why URLs were not fetched or failed: the error's kind ("policy",
     # "address", "timeout", "crawl_delay_over_cap", "time_limit", ...).
     why = F.substring_index(F.col("error"), ":", 1).alias("why")
-    for r in rows.filter("error IS NOT NULL").groupBy("outcome", why).count().collect():
+    errors = rows.filter("error IS NOT NULL AND kind <> 'probe'")
+    for r in errors.groupBy("outcome", why).count().collect():
         counters.append((f"fetch/why/{r['outcome']}/{r['why']}", r["count"]))
+    counters += probe_counters(rows)
     internal = rows.filter(F.col("error").startswith("internal:"))
     first = internal.select("url", "error").first()
     if first is not None:
@@ -217,6 +225,12 @@ def run_export(
         "index_lines": lines,
         "missing": len(result.missing),
     }
+
+
+def _counted(ctx: StageContext, job: str) -> bool:
+    """Whether ``job`` has written its counters for this segment (it finished)."""
+    counters = read_table(ctx.spark, ctx.root, "counters")
+    return not counters.filter((F.col("segment") == ctx.segment) & (F.col("job") == job)).isEmpty()
 
 
 def _fetched_segment(ctx: StageContext) -> None:

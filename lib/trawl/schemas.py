@@ -86,6 +86,11 @@ CRAWLDB_SCHEMA = _schema(
     ("sitemap_lastmod", TimestampType()),  # the newest <lastmod> a sitemap gave
     ("gone_count", IntegerType()),  # 404/410 answers in a row
     ("removed_at", TimestampType()),  # when a URL that had content went gone
+    # Domain budgets (trawl.budgets): deferrals in a row of a due URL over its
+    # domain's budget, why and when the last one was; reset once generated.
+    ("deferrals", IntegerType()),
+    ("deferred_reason", StringType()),
+    ("deferred_at", TimestampType()),
 )
 
 HOSTDB_SCHEMA = _schema(
@@ -110,6 +115,14 @@ HOSTDB_SCHEMA = _schema(
     ("fetches", LongType()),
     ("status_counts", MapType(StringType(), LongType())),
     ("last_segment", StringType()),
+    # The host's answer to a path that cannot exist (trawl.soft404): its status,
+    # and for a 2xx the not-found page's sha256 and simhash; kept until a later
+    # probe answers (a failed one teaches nothing), asked again after
+    # traps.soft404_reprobe_s.
+    ("soft404_status", IntegerType()),
+    ("soft404_sha256", StringType()),
+    ("soft404_simhash", LongType()),
+    ("soft404_probed_at", TimestampType()),
 )
 
 FETCHLIST_SCHEMA = _schema(
@@ -137,6 +150,10 @@ FETCHLIST_SCHEMA = _schema(
     ("robots_fetched_at", TimestampType()),
     ("robots_unreachable_since", TimestampType()),
     ("next_allowed_at", TimestampType()),  # the host's politeness clock from hostdb
+    ("soft404_status", IntegerType()),  # the host's last soft-404 probe, from hostdb
+    ("soft404_sha256", StringType()),
+    ("soft404_simhash", LongType()),
+    ("soft404_probed_at", TimestampType()),
 )
 
 OUTLINK_TYPE = StructType(
@@ -150,7 +167,9 @@ OUTLINK_TYPE = StructType(
 )
 
 FETCH_SCHEMA = _schema(
-    ("kind", StringType()),  # page (any crawldb URL, sitemaps too) | robots
+    # page (any crawldb URL, sitemaps too) | robots | probe (the soft-404 probe
+    # of a path that cannot exist: never a crawldb URL, its links not followed)
+    ("kind", StringType()),
     ("url", StringType()),
     ("url_fp", LongType()),
     ("host", StringType()),
@@ -194,6 +213,10 @@ FETCH_SCHEMA = _schema(
     ("crawl_delay_s", DoubleType()),
     ("delay_s", DoubleType()),  # the gap the scheduler chose after this fetch
     ("error", StringType()),
+    # A 2xx page compared with its host's not-found page (trawl.soft404): true
+    # if it is one (outcome soft404, no outlinks), false if not; null when not
+    # compared (no 2xx, no usable probe, the host's root).
+    ("soft404", BooleanType()),
 )
 
 POLICY_SCHEMA = _schema(
@@ -207,6 +230,36 @@ POLICY_SCHEMA = _schema(
     ("set_by", StringType()),
     ("set_at", TimestampType()),
     ("reason", StringType()),
+)
+
+# URLs kept out of crawldb, one row per URL, stage and segment, with the
+# reason (a filter rule, a normaliser error, a trap cap): what was not
+# crawled, and why, for SQL and ``trawl stats``.
+REJECTED_SCHEMA = _schema(
+    ("segment", StringType()),
+    ("stage", StringType()),  # updatedb
+    ("url", StringType()),  # normalised if it got that far, else as linked
+    ("host", StringType()),  # null when the URL has none
+    ("reason", StringType()),  # normalize/... | filter/... | cap/...
+    ("source", StringType()),  # outlink | sitemap | redirect
+)
+
+# The domain link graph (registered domain -> registered domain, distinct
+# domains only), gathered by updatedb from the links it follows: the
+# in-links that earn a domain its budget (trawl.budgets, IRLbot's STAR).
+DOMAINLINKS_SCHEMA = _schema(
+    ("from_domain", StringType()),
+    ("to_domain", StringType()),
+    ("first_segment", StringType()),
+    ("last_segment", StringType()),
+)
+
+# Session-id parameters learned per host (trawl.sessionparams): links of the
+# host are admitted with them dropped from the query.
+HOSTPARAMS_SCHEMA = _schema(
+    ("host", StringType()),
+    ("param", StringType()),
+    ("segment", StringType()),  # the segment whose pages showed it
 )
 
 COUNTERS_SCHEMA = _schema(

@@ -2,7 +2,8 @@
 
 Stats are Nutch's ``readdb -stats`` and more: URLs by status, hosts, and per
 segment the fetch outcomes from the counters table. ``register_views`` names
-every table for SQL: ``crawldb``, ``hostdb``, ``policy``, ``counters``, and
+every table for SQL: ``crawldb``, ``hostdb``, ``policy``, ``counters``,
+``rejected``, ``domainlinks`` and the others of ``trawl.tables.TABLES``, and
 ``fetch`` / ``fetchlist`` over all segments (with a ``segment`` column).
 """
 
@@ -66,8 +67,30 @@ def crawl_stats(spark: SparkSession, root: str) -> dict[str, list[dict[str, Any]
                 "AS internal_errors, "
                 "sum(CASE WHEN name = 'robots/robots_denied' THEN value END) AS robots_denied, "
                 "sum(CASE WHEN name = 'updatedb/new_urls' THEN value END) AS new_urls, "
-                "sum(CASE WHEN name = 'dedup/duplicates/marked' THEN value END) AS duplicates "
+                "sum(CASE WHEN name = 'dedup/duplicates/marked' THEN value END) AS duplicates, "
+                "sum(CASE WHEN name LIKE 'updatedb/rejected/%' THEN value END) AS rejected, "
+                "sum(CASE WHEN name = 'generate/deferred/budget' THEN value END) AS deferred "
                 "FROM counters GROUP BY segment ORDER BY segment"
+            ).collect()
+        ],
+        # What was kept out of the crawl and why: links never added (filter
+        # rules, normaliser errors, trap caps), and due URLs put off by their
+        # domain's budget (in crawldb, until generated).
+        "rejected": [
+            r.asDict()
+            for r in q(
+                "SELECT reason, count(*) AS urls, count(DISTINCT host) AS hosts, "
+                "count(DISTINCT segment) AS segments FROM rejected "
+                "GROUP BY reason ORDER BY urls DESC, reason"
+            ).collect()
+        ],
+        "deferred": [
+            r.asDict()
+            for r in q(
+                "SELECT deferred_reason AS reason, domain, count(*) AS urls, "
+                "max(deferrals) AS most_in_a_row, min(next_fetch_at) AS next_due FROM crawldb "
+                "WHERE deferred_reason IS NOT NULL GROUP BY deferred_reason, domain "
+                "ORDER BY urls DESC, domain LIMIT 20"
             ).collect()
         ],
     }

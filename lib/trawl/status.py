@@ -37,6 +37,7 @@ class FetchOutcome(StrEnum):
     REDIR_PERM = "redir_perm"  # 301, 308
     REDIR_TEMP = "redir_temp"  # 302, 303, 307
     GONE = "gone"  # 404, 410 and other permanent 4xx
+    SOFT404 = "soft404"  # 2xx with the host's not-found page (trawl.soft404)
     RETRY = "retry"  # 5xx, 429, timeouts, network errors: try again later
     ROBOTS_DENIED = "robots_denied"  # robots.txt disallows it for our agent
     BLOCKED = "blocked"  # address refused (SSRF guard) or unresolvable host
@@ -61,14 +62,17 @@ _KEEP = None
 # no reason to forget good content, RFC 9110 15.6 errors are transient) and
 # for GONE, which a URL with content must answer ``gone_after`` times in a
 # row before it is removed (a deploy gone wrong is not a deleted page); a
-# URL never fetched is gone at the first 404. Newly disallowed by robots.txt
-# is removed at once (the site owner asked).
+# URL never fetched is gone at the first 404. A soft 404 is a 404 the server
+# did not admit to, so it is GONE the same way: confirmed ``gone_after`` times
+# for a URL with content, and it counts towards the same run of answers.
+# Newly disallowed by robots.txt is removed at once (the site owner asked).
 TRANSITIONS: dict[FetchOutcome, Transition] = {
     FetchOutcome.SUCCESS: Transition(CrawlStatus.FETCHED),
     FetchOutcome.NOTMODIFIED: Transition(CrawlStatus.NOTMODIFIED),
     FetchOutcome.REDIR_PERM: Transition(CrawlStatus.REDIR_PERM, reschedule="redirect"),
     FetchOutcome.REDIR_TEMP: Transition(CrawlStatus.REDIR_TEMP),
     FetchOutcome.GONE: Transition(CrawlStatus.GONE, reschedule="gone", confirm=True),
+    FetchOutcome.SOFT404: Transition(CrawlStatus.GONE, reschedule="gone", confirm=True),
     FetchOutcome.RETRY: Transition(_KEEP, count_retry=True, reschedule="retry"),
     FetchOutcome.ROBOTS_DENIED: Transition(CrawlStatus.GONE, reschedule="gone"),
     FetchOutcome.BLOCKED: Transition(CrawlStatus.GONE, reschedule="gone"),
@@ -87,7 +91,7 @@ class Decision:
 
     status: CrawlStatus
     retries: int  # transient failures in a row
-    gone_count: int  # 404/410 answers in a row
+    gone_count: int  # 404/410 (and soft 404) answers in a row
     reschedule: str  # see ``Transition.reschedule``
     removed: bool = False  # a URL with content just became GONE
 
@@ -104,7 +108,7 @@ def decide(
 
     A URL that keeps failing transiently is given up as GONE after
     ``max_retries`` attempts (Nutch ``db.fetch.retry.max``); a URL with
-    content is GONE after ``gone_after`` 404/410 answers in a row.
+    content is GONE after ``gone_after`` 404/410 (or soft 404) answers in a row.
     """
     rule = TRANSITIONS[outcome]
     if rule.count_retry:

@@ -17,12 +17,15 @@ from trawl.schemas import (
     CONTENT_SCHEMA,
     COUNTERS_SCHEMA,
     CRAWLDB_SCHEMA,
+    DOMAINLINKS_SCHEMA,
     EVENTS_SCHEMA,
     FETCH_SCHEMA,
     FETCHLIST_SCHEMA,
     HOSTDB_SCHEMA,
+    HOSTPARAMS_SCHEMA,
     NEARDUP_SCHEMA,
     POLICY_SCHEMA,
+    REJECTED_SCHEMA,
 )
 
 if TYPE_CHECKING:
@@ -39,6 +42,9 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     "content": (CONTENT_SCHEMA, ()),
     "neardup": (NEARDUP_SCHEMA, ()),
     "events": (EVENTS_SCHEMA, ("event_date",)),
+    "rejected": (REJECTED_SCHEMA, ("segment",)),
+    "domainlinks": (DOMAINLINKS_SCHEMA, ()),
+    "hostparams": (HOSTPARAMS_SCHEMA, ()),
 }
 # Table properties set when a table is created.
 TABLE_PROPERTIES: dict[str, dict[str, str]] = {

@@ -7,6 +7,11 @@ record and the next due time from the schedule policy (``schedule.policy``).
 It is a no-op when the row already carries this segment (``last_segment``),
 which is what makes re-running updatedb for a segment leave crawldb unchanged.
 
+A soft 404 (``trawl.soft404``: a 2xx whose body is the host's not-found
+page) is handled as a 404 is: a request that was answered (``fetches``,
+``http_status``), its body never stored as the URL's copy, and GONE after
+``gone_after`` of them (with the removal that implies for a URL with content).
+
 Time here is the cycle's logical time ``at`` (``--at``), never the wall
 clock: ``last_fetch_at``, ``content_seen_at`` and ``next_fetch_at`` are all
 on the crawl's clock, so weeks of recrawling can be simulated in minutes.

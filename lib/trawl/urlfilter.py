@@ -58,12 +58,14 @@ class UrlFilter:
         max_url_length: int = 2048,
         max_path_depth: int = 16,
         max_repeated_segments: int = 3,
+        max_query_params: int = 8,
         skip_extensions: Iterable[str] = DEFAULT_SKIP_EXTENSIONS,
     ) -> None:
         self.allowed_schemes = frozenset(s.lower() for s in allowed_schemes)
         self.max_url_length = max_url_length
         self.max_path_depth = max_path_depth
         self.max_repeated_segments = max_repeated_segments
+        self.max_query_params = max_query_params
         self.skip_extensions = frozenset(
             e.lower().lstrip(".") for e in skip_extensions if e.strip(".")
         )
@@ -72,8 +74,10 @@ class UrlFilter:
         """Return None if ``url`` passes, else the name of the first rule it fails.
 
         Rules in order: ``scheme``, ``too_long``, ``extension``, ``path_depth``,
-        ``repeated_segments``. A sitemap (``sitemap=True``) is not judged by
-        its extension: sitemaps are .xml, .xml.gz or .txt files by nature.
+        ``repeated_segments``, ``too_many_params`` (more query parameters than
+        ``max_query_params``: faceted search combining every filter). A sitemap
+        (``sitemap=True``) is not judged by its extension: sitemaps are .xml,
+        .xml.gz or .txt files by nature.
         """
         m = _SCHEME_RE.match(url)
         if m is None or m.group(1).lower() not in self.allowed_schemes:
@@ -89,6 +93,9 @@ class UrlFilter:
             return "path_depth"
         if segments and max(Counter(segments).values()) > self.max_repeated_segments:
             return "repeated_segments"
+        query = url.partition("#")[0].partition("?")[2]
+        if sum(1 for piece in query.split("&") if piece) > self.max_query_params:
+            return "too_many_params"
         return None
 
     def accepts(self, url: str) -> bool:

@@ -34,6 +34,7 @@ import mmh3
 import tldextract
 
 __all__ = [
+    "DEFAULT_SESSION_PARAMS",
     "DEFAULT_STRIP_PARAMS",
     "UrlError",
     "host_bucket",
@@ -75,6 +76,18 @@ DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
     "rb_clickid",
     "wickedid",
 )
+
+# Session-id parameters, compared case-insensitively ("x*" is a prefix): a
+# server minting one per visit would otherwise give every page endless names.
+# After Nutch's regex-normalize.xml (``(l|j|bv_)?(sid|phpsessid|sessionid)``),
+# with the names of the common application servers. They are dropped from the
+# query and, as servlet containers write them, from path parameters
+# (``/a;jsessionid=...``).
+DEFAULT_SESSION_PARAMS: tuple[str, ...] = (
+    "sid", "lsid", "jsid", "bv_sid", "sessionid", "session_id", "sess_id", "sessid",
+    "jsessionid", "phpsessid", "aspsessionid*", "asp.net_sessionid", "cfid", "cftoken",
+    "zenid", "oscsid", "xtcsid",
+)  # fmt: skip
 
 # Default ports dropped by RFC 3986 6.2.3 (scheme-based normalisation).
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -337,22 +350,54 @@ def _param_matcher(patterns: Iterable[str]) -> tuple[frozenset[str], tuple[str, 
     return exact, prefixes
 
 
-def _strip_query(query: str, strip_params: Iterable[str]) -> str:
-    """Drop tracking parameters and empty ``&&`` pieces, keeping the order of the rest.
+def _strip_query(query: str, strip_params: Iterable[str], session_params: Iterable[str]) -> str:
+    """Drop tracking and session parameters and empty ``&&`` pieces, keeping the
+    order of the rest.
 
     Empty pieces are skipped as the WHATWG application/x-www-form-urlencoded parser
-    does; names are compared after percent-tidying, case-sensitively.
+    does; names are compared after percent-tidying, tracking names
+    case-sensitively, session names case-insensitively (``PHPSESSID``).
     """
     exact, prefixes = _param_matcher(strip_params)
+    sess_exact, sess_prefixes = _param_matcher(p.lower() for p in session_params)
     kept = []
     for piece in query.split("&"):
         name = piece.partition("=")[0]
-        if piece and name not in exact and not (prefixes and name.startswith(prefixes)):
-            kept.append(piece)
+        if not piece or name in exact or (prefixes and name.startswith(prefixes)):
+            continue
+        low = name.lower()
+        if low in sess_exact or (sess_prefixes and low.startswith(sess_prefixes)):
+            continue
+        kept.append(piece)
     return "&".join(kept)
 
 
-def normalize(url: str, strip_params: Iterable[str] = DEFAULT_STRIP_PARAMS) -> str:
+def _strip_path_sessions(path: str, session_params: Iterable[str]) -> str:
+    """Drop ``;name=value`` path parameters whose name is a session parameter
+    (``/cart;jsessionid=0A1B``), as servlet containers append them."""
+    if ";" not in path:
+        return path
+    exact, prefixes = _param_matcher(p.lower() for p in session_params)
+    out = []
+    for segment in path.split("/"):
+        head, *params = segment.split(";")
+        kept = [
+            q
+            for q in params
+            if not (
+                (low := q.partition("=")[0].lower()) in exact
+                or (prefixes and low.startswith(prefixes))
+            )
+        ]
+        out.append(";".join([head, *kept]))
+    return "/".join(out)
+
+
+def normalize(
+    url: str,
+    strip_params: Iterable[str] = DEFAULT_STRIP_PARAMS,
+    session_params: Iterable[str] = DEFAULT_SESSION_PARAMS,
+) -> str:
     """Return the canonical spelling of an absolute http(s)-style URL.
 
     Raises :class:`UrlError` (reason ``no_scheme``, ``bad_scheme``, ``no_host``,
@@ -372,9 +417,12 @@ def normalize(url: str, strip_params: Iterable[str] = DEFAULT_STRIP_PARAMS) -> s
     authority = (userinfo + "@" if userinfo else "") + host + (":" + port if port else "")
     # RFC 3986 6.2.2.2 then 6.2.2.3: decode unreserved first so "%2E%2E" is a dot segment.
     path = remove_dot_segments(_pct_tidy(p.path, _PATH_SAFE, url)) or "/"  # 6.2.3: empty -> "/"
+    path = _strip_path_sessions(path, session_params)
     query = None
     if p.query is not None:
-        query = _strip_query(_pct_tidy(p.query, _QUERY_SAFE, url), strip_params) or None
+        query = (
+            _strip_query(_pct_tidy(p.query, _QUERY_SAFE, url), strip_params, session_params) or None
+        )
     # The fragment is never sent to the server: drop it.
     return _recompose(_Parts(scheme, authority, path, query, None))
 

@@ -190,3 +190,88 @@ def test_recrawl_priority_matches_the_change_rate_model(spark: Any, policy: str)
                             dated_changes=xd or 0.0, dated_exposure_s=ed or 0.0)  # fmt: skip
         want = priority(lam, elapsed, score, model, probe=probing(stats))
         assert value == pytest.approx(want, rel=1e-9), (score, rate, days)
+
+
+# --- domain budgets (STAR) and deferral (BEAST) -------------------------------------------------
+BUDGET_HOSTS = {
+    # a link farm: many hosts under one domain that nothing else links to
+    **{f"w{i}.farm.test": 4 for i in range(10)},
+    "www.popular.test": 40,  # linked from three other domains
+    "www.quiet.test": 5,  # nothing links to it, but it has few pages
+}
+
+
+def _budget_crawldb(deferrals: int | None) -> list[dict[str, Any]]:
+    rows = []
+    for i, (host, count) in enumerate(BUDGET_HOSTS.items()):
+        for j in range(count):
+            url = f"http://{host}/p{j}"
+            row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
+            row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=i % 4,
+                       domain=registered_domain(host), status="unfetched", depth=0,
+                       score=1.0 - j / 100, deferrals=deferrals)  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def _budget_run(
+    spark: Any, tmp_path: Path, deferrals: int | None
+) -> tuple[Counter[str], list[Any]]:
+    from trawl.schemas import DOMAINLINKS_SCHEMA
+    from trawl.stages.generate import choose, over_budget, rank_due
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"10.1.0.{i} {h}\n" for i, h in enumerate(BUDGET_HOSTS)))
+    cfg = load_config(
+        None,
+        ["budget.min_pages=6", "budget.max_pages=25", "budget.pages_per_linking_domain=10",
+         "budget.defer_s=3600", "budget.defer_max_s=36000", "generate.max_per_host=50",
+         "politeness.min_delay_s=0.1", f"dns.hosts_file={hosts}"],
+        environ={},
+    )  # fmt: skip
+    links = [(a, "popular.test", "s0", "s0") for a in ("a.test", "b.test", "c.test")]
+    links += [("farm.test", "popular.test", "s0", "s0"), ("popular.test", "farm.test", "s0", "s0")]
+    hostdb = [
+        {**dict.fromkeys(HOSTDB_SCHEMA.fieldNames()), "host": h, "ip": f"10.1.0.{i}"}
+        for i, h in enumerate(BUDGET_HOSTS)
+    ]
+    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    ranked = rank_due(
+        spark.createDataFrame(_budget_crawldb(deferrals), CRAWLDB_SCHEMA),
+        spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
+        spark.createDataFrame([], POLICY_SCHEMA),
+        ctx,
+        spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
+    )
+    chosen = Counter(r["domain"] for r in choose(ranked, ctx).select("domain").collect())
+    return chosen, over_budget(ranked, ctx).collect()
+
+
+def test_domain_budgets_follow_linking_domains_and_defer_the_rest(
+    spark: Any, tmp_path: Path
+) -> None:
+    chosen, deferred = _budget_run(spark, tmp_path, None)
+    # popular.test: 4 linking domains x 10 = 40, capped at max_pages 25
+    assert chosen["popular.test"] == 25
+    # the farm: one linking domain (popular.test) x 10 = 10 of its 40 pages
+    assert chosen["farm.test"] == 10
+    # quiet.test: no in-links, min_pages 6 > its 5 pages: all of them
+    assert chosen["quiet.test"] == 5
+    by_domain = Counter(registered_domain(r["url"].split("/")[2]) for r in deferred)
+    assert by_domain == {"popular.test": 15, "farm.test": 30}
+    # deferred, never dropped: due again after defer_s, counted
+    day_after = {r["next_fetch_at"].replace(tzinfo=UTC) for r in deferred}
+    assert day_after == {AT + timedelta(hours=1)}
+    assert {r["deferrals"] for r in deferred} == {1}
+
+
+def test_deferrals_in_a_row_wait_longer(spark: Any, tmp_path: Path) -> None:
+    from trawl.budgets import defer_interval_s
+
+    _, deferred = _budget_run(spark, tmp_path, 3)
+    wait = defer_interval_s(3, 3600.0, 36000.0)
+    assert wait == 28800.0
+    assert {r["next_fetch_at"].replace(tzinfo=UTC) for r in deferred} == {
+        AT + timedelta(seconds=wait)
+    }
+    assert {r["deferrals"] for r in deferred} == {4}

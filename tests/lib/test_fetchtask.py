@@ -24,6 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from trawl import urlnorm
 from trawl.config import Config, load_config
 from trawl.fetchtask import ROBOTS_ATTEMPTS, policy_source, run_fetch_task
+from trawl.soft404 import PROBE_SUFFIX
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps
 
@@ -58,7 +59,9 @@ def items_for(model: WebModel, port: int) -> list[dict[str, Any]]:
     out = []
     for host in model.hosts:
         for page in host.pages:
-            url = urlnorm.normalize(f"http://{host.name}:{port}{page.path}")
+            # every page of the model, its session-id URLs too (which the
+            # crawl's normaliser would fold into their originals)
+            url = urlnorm.normalize(f"http://{host.name}:{port}{page.path}", session_params=())
             out.append(
                 {
                     "url": url,
@@ -147,7 +150,10 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
             assert row["robots_decision"] == "robots_unreachable"
 
     # each page requested exactly once if it was to be requested at all
-    requested = Counter((r["host"], r["path"]) for r in log if r["path"] != "/robots.txt")
+    probing = [r for r in log if r["path"].endswith(PROBE_SUFFIX)]
+    requested = Counter(
+        (r["host"], r["path"]) for r in log if r["path"] != "/robots.txt" and r not in probing
+    )
     asked = {
         (r["host"], "/" + u.split("/", 3)[3])
         for u, r in by_url.items()
@@ -155,6 +161,17 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
     }
     assert set(requested) == asked
     assert set(requested.values()) == {1}
+
+    # one soft-404 probe per host with a page to request, before that page;
+    # the test web answers it 404, so no page is compared with anything
+    assert Counter(r["host"] for r in probing) == Counter({h: 1 for h, _ in asked})
+    for probe in probing:
+        pages = [r for r in log if (r["host"], r["path"]) in asked and r["host"] == probe["host"]]
+        assert probe["end"] <= min(r["start"] for r in pages)
+    probe_rows = [r for r in rows if r["kind"] == "probe"]
+    assert sorted(r["host"] for r in probe_rows) == sorted(r["host"] for r in probing)
+    assert {r["http_status"] for r in probe_rows} == {404}
+    assert all(r.get("soft404") is None for r in by_url.values())
 
     # politeness: one request at a time per host and per address, gaps >= min
     audit = politeness_audit(web.access_log, MIN_GAP, model=model)
@@ -240,6 +257,7 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
         elif "crawldiagnostics" in name:
             assert not any(u.endswith("/robots.txt") for u in urls)
             assert all(not code.startswith("2") for code in statuses)
+            assert sum(u.endswith(PROBE_SUFFIX) for u in urls) == len(probing)
         else:
             assert statuses == {"200"} and kinds["revisit"] == 0
             # every page has its metadata record, concurrent to the response
@@ -417,6 +435,11 @@ def test_crawl_delay_over_the_cap_gets_one_request_and_defers_the_rest(
     assert len(deferred) == len(items) - 1
     assert {r["error"] for r in deferred} == {"crawl_delay_over_cap"}
     assert len([r for r in read_log(web.access_log) if r["host"] == host.name]) == 1
+    # the soft-404 probe would be a second request: not sent, and said so
+    probes = [r for r in rows if r["kind"] == "probe"]
+    assert [(r["outcome"], r["error"]) for r in probes] == [
+        ("deferred", "probe: crawl_delay_over_cap")
+    ]
 
 
 # --- operator policy mid-segment ----------------------------------------------------------------
@@ -564,7 +587,9 @@ def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
     records = warc_by_type(tmp_path / "w1")
     responses = {h["WARC-Record-ID"]: h for h, _ in records["response"]}
     by_uri = {h["WARC-Target-URI"]: h for h, _ in records["response"] + records["revisit"]}
-    copies = [[urlnorm.normalize(u) for u in g] for g in model.exact_copies(web.port)]
+    copies = [
+        [urlnorm.normalize(u, session_params=()) for u in g] for g in model.exact_copies(web.port)
+    ]
     revisited = 0
     for urls in copies:
         kinds = [by_uri[u]["WARC-Type"] for u in urls]
@@ -586,7 +611,8 @@ def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
     assert {r["outcome"] for r in second.values()} == {"notmodified"}
     again_records = warc_by_type(tmp_path / "w2")
     stored_again = [h["WARC-Target-URI"] for h, _ in again_records["response"]]
-    assert all(u.endswith("/robots.txt") for u in stored_again)  # no page stored twice
+    # no page stored twice: only robots.txt and each host's soft-404 probe
+    assert all(u.endswith(("/robots.txt", PROBE_SUFFIX)) for u in stored_again)
     not_modified = [h for h, _ in again_records["revisit"]]
     assert len(not_modified) == len(second)
     assert all(h["WARC-Profile"].endswith("/server-not-modified") for h in not_modified)

@@ -227,3 +227,67 @@ def test_ip_is_the_last_seen() -> None:
     new = merge(None, [visit("success", ip="10.0.0.1"), visit("success", 1, ip="10.0.0.2"),
                        visit("blocked", 2, ip=None)])  # fmt: skip
     assert new["ip"] == "10.0.0.2"
+
+
+# --- the soft-404 probe (trawl.soft404) ---------------------------------------------------------
+SOFT404 = ("soft404_status", "soft404_sha256", "soft404_simhash", "soft404_probed_at")
+
+
+def probe_row(outcome: str = "success", **changes: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "kind": "probe",
+        "url": "http://www.example.com/0123456789abcdef01234567-trawl-probe",
+        "outcome": outcome,
+        "http_status": {"success": 200, "gone": 404, "redir_temp": 302, "retry": 503}.get(outcome),
+        "content_sha256": "nf" if outcome == "success" else None,
+        "simhash": -77 if outcome == "success" else None,
+        "fetched_at": T0,
+        "delay_s": 1.0,
+        "elapsed_s": 0.1,
+        "ip": "10.0.0.1",
+    }
+    row.update(changes)
+    return row
+
+
+def merge_probe(old: dict[str, Any] | None, probe: Any, segment: str = SEG) -> dict[str, Any]:
+    visits = [probe] if probe else []
+    return merge_host(old, HOST, visits, None, AT, segment, BASE, probe=probe)
+
+
+def test_an_answered_probe_is_remembered() -> None:
+    new = merge_probe(None, probe_row())
+    assert [new[k] for k in SOFT404] == [200, "nf", -77, T0]
+    # a real 404: the host says what it means, no not-found page to keep
+    later = T0 + timedelta(days=40)
+    hard = merge_probe(new, probe_row("gone", fetched_at=later), segment="seg3")
+    assert [hard[k] for k in SOFT404] == [404, None, None, later]
+    redirect = merge_probe(None, probe_row("redir_temp"))
+    assert [redirect[k] for k in SOFT404] == [302, None, None, T0]
+
+
+@pytest.mark.parametrize(
+    "failed",
+    [
+        probe_row("retry"),  # 5xx: transient
+        probe_row("retry", http_status=None, error="timeout: read"),  # no answer
+        probe_row("robots_denied", http_status=None, error="probe: robots_denied"),  # not sent
+        probe_row("deferred", http_status=None, error="probe: crawl_delay_over_cap"),
+        None,  # no probe this segment
+    ],
+)
+def test_a_probe_that_taught_nothing_keeps_the_last_answer(failed: Any) -> None:
+    old = merge_probe(None, probe_row(), segment="seg1")
+    new = merge_probe(old, failed, segment="seg2")
+    assert [new[k] for k in SOFT404] == [200, "nf", -77, T0]
+    assert [merge_probe(None, failed).get(k) for k in SOFT404] == [None] * 4
+
+
+def test_a_probe_counts_for_politeness_but_is_no_page_fetch() -> None:
+    visits = [probe_row("retry"), {**visit("success", 2), "kind": "page"}]
+    new = merge_host(None, HOST, visits, None, AT, SEG, BASE, probe=visits[0])
+    assert new["fetches"] == 1
+    assert new["status_counts"] == {"success": 1}
+    assert new["resp_time_avg_s"] == pytest.approx(0.1)
+    failing = merge_host(None, HOST, [probe_row("retry")], None, AT, SEG, BASE)
+    assert (failing["consecutive_failures"], failing["fetches"]) == (1, 0)

@@ -26,6 +26,7 @@ COLUMNS = (
     O.REDIR_PERM,
     O.REDIR_TEMP,
     O.GONE,
+    O.SOFT404,
     O.RETRY,
     O.ROBOTS_DENIED,
     O.BLOCKED,
@@ -36,47 +37,51 @@ COLUMNS = (
 # Every row starts from retries=1, max_retries=3, gone_count=0, gone_after=2:
 # RETRY counts up to 2 and keeps the old status, NOT_REACHED and DEFERRED keep
 # status and retries, GONE (a 404) is a first strike for a URL with content
-# (fetched, notmodified, duplicate: status kept) and final for the others;
+# (fetched, notmodified, duplicate: status kept) and final for the others,
+# and so is SOFT404 (a 200 with the host's not-found page: a 404 in disguise);
 # everything else sets its own status and resets retries to 0. "R" marks a
 # removal: a URL whose content the crawl held went GONE.
 R = True
 _ = False
 # fmt: off
 MATRIX: dict[CrawlStatus, tuple[tuple[CrawlStatus, int, bool], ...]] = {
+    # success, notmodified, redir_perm, redir_temp /
+    # gone, soft404, retry /
+    # robots_denied, blocked, not_reached, deferred
     S.UNFETCHED: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.GONE, 0, _), (S.UNFETCHED, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
-        (S.UNFETCHED, 1, _), (S.UNFETCHED, 1, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.UNFETCHED, 2, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.UNFETCHED, 1, _), (S.UNFETCHED, 1, _),
     ),
     S.FETCHED: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.FETCHED, 0, _), (S.FETCHED, 2, _), (S.GONE, 0, R), (S.GONE, 0, R),
-        (S.FETCHED, 1, _), (S.FETCHED, 1, _),
+        (S.FETCHED, 0, _), (S.FETCHED, 0, _), (S.FETCHED, 2, _),
+        (S.GONE, 0, R), (S.GONE, 0, R), (S.FETCHED, 1, _), (S.FETCHED, 1, _),
     ),
     S.NOTMODIFIED: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.NOTMODIFIED, 0, _), (S.NOTMODIFIED, 2, _), (S.GONE, 0, R), (S.GONE, 0, R),
-        (S.NOTMODIFIED, 1, _), (S.NOTMODIFIED, 1, _),
+        (S.NOTMODIFIED, 0, _), (S.NOTMODIFIED, 0, _), (S.NOTMODIFIED, 2, _),
+        (S.GONE, 0, R), (S.GONE, 0, R), (S.NOTMODIFIED, 1, _), (S.NOTMODIFIED, 1, _),
     ),
     S.GONE: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.GONE, 0, _), (S.GONE, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
-        (S.GONE, 1, _), (S.GONE, 1, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.GONE, 2, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.GONE, 1, _), (S.GONE, 1, _),
     ),
     S.REDIR_TEMP: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.GONE, 0, _), (S.REDIR_TEMP, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
-        (S.REDIR_TEMP, 1, _), (S.REDIR_TEMP, 1, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.REDIR_TEMP, 2, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.REDIR_TEMP, 1, _), (S.REDIR_TEMP, 1, _),
     ),
     S.REDIR_PERM: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.GONE, 0, _), (S.REDIR_PERM, 2, _), (S.GONE, 0, _), (S.GONE, 0, _),
-        (S.REDIR_PERM, 1, _), (S.REDIR_PERM, 1, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.REDIR_PERM, 2, _),
+        (S.GONE, 0, _), (S.GONE, 0, _), (S.REDIR_PERM, 1, _), (S.REDIR_PERM, 1, _),
     ),
     S.DUPLICATE: (
         (S.FETCHED, 0, _), (S.NOTMODIFIED, 0, _), (S.REDIR_PERM, 0, _), (S.REDIR_TEMP, 0, _),
-        (S.DUPLICATE, 0, _), (S.DUPLICATE, 2, _), (S.GONE, 0, R), (S.GONE, 0, R),
-        (S.DUPLICATE, 1, _), (S.DUPLICATE, 1, _),
+        (S.DUPLICATE, 0, _), (S.DUPLICATE, 0, _), (S.DUPLICATE, 2, _),
+        (S.GONE, 0, R), (S.GONE, 0, R), (S.DUPLICATE, 1, _), (S.DUPLICATE, 1, _),
     ),
 }
 # fmt: on
@@ -101,16 +106,20 @@ def test_transition_matrix(
     d = decide(old, outcome, retries=1, max_retries=3, gone_count=0, gone_after=2)
     assert (d.status, d.retries, d.removed) == expected
     assert isinstance(d.status, CrawlStatus)
-    assert d.gone_count == (1 if outcome is O.GONE else 0)
+    assert d.gone_count == (1 if outcome in (O.GONE, O.SOFT404) else 0)
 
 
+@pytest.mark.parametrize("gone", [O.GONE, O.SOFT404])
 @pytest.mark.parametrize("old", sorted(HAS_CONTENT))
-def test_the_second_404_in_a_row_removes_a_url_with_content(old: CrawlStatus) -> None:
-    first = decide(old, O.GONE, 0, 3, gone_count=0, gone_after=2)
-    second = decide(first.status, O.GONE, first.retries, 3, first.gone_count, gone_after=2)
+def test_the_second_404_in_a_row_removes_a_url_with_content(
+    old: CrawlStatus, gone: FetchOutcome
+) -> None:
+    first = decide(old, gone, 0, 3, gone_count=0, gone_after=2)
+    second = decide(first.status, gone, first.retries, 3, first.gone_count, gone_after=2)
     assert (first.status, first.removed, first.reschedule) == (old, False, "retry")
     assert (second.status, second.gone_count, second.removed) == (S.GONE, 2, True)
-    assert decide(old, O.GONE, 0, 3, 0, gone_after=1).status is S.GONE  # Nutch's rule
+    assert second.reschedule == "gone"
+    assert decide(old, gone, 0, 3, 0, gone_after=1).status is S.GONE  # Nutch's rule
 
 
 def test_retries_exhausted_on_a_url_with_content_is_a_removal() -> None:

@@ -64,11 +64,15 @@ def fetch_row(outcome: str, **changes: Any) -> dict[str, Any]:
             "redir_perm": 301,
             "redir_temp": 302,
             "gone": 404,
+            "soft404": 200,
             "retry": 503,
         }.get(outcome),
     }
     if outcome == "success":
         row.update(content_sha256="h1", etag='"v1"', last_modified="Wed, 01 May 2024 10:00:00 GMT")
+    if outcome == "soft404":  # a 200 whose body is the host's not-found page
+        row.update(content_sha256="nf", simhash=77, etag='"nf"', soft404=True,
+                   error="soft404: distance 0 (same sha256 as the probe)")  # fmt: skip
     if outcome in ("redir_perm", "redir_temp"):
         row["redirect_to"] = "http://example.com/b"
     row.update(changes)
@@ -104,6 +108,7 @@ EXPECTED: dict[str, tuple[str, int, int, datetime, bool]] = {
     "redir_perm": ("redir_perm", 0, 1, AT + timedelta(seconds=9000), True),  # max interval
     "redir_temp": ("redir_temp", 0, 1, AT + timedelta(seconds=1000), True),
     "gone": ("gone", 0, 1, AT + timedelta(seconds=5000), True),
+    "soft404": ("gone", 0, 1, AT + timedelta(seconds=5000), True),  # as a 404
     "retry": ("unfetched", 1, 1, AT + timedelta(seconds=100), True),
     "robots_denied": ("gone", 0, 0, AT + timedelta(seconds=5000), True),
     "blocked": ("gone", 0, 0, AT + timedelta(seconds=5000), True),
@@ -136,6 +141,7 @@ def test_status_counters_and_next_fetch_by_outcome(outcome: str) -> None:
         ("success", 200, AT),  # the cycle's logical time, not the wall clock
         ("notmodified", 304, AT),
         ("gone", 404, AT),
+        ("soft404", 200, AT),  # answered: the 200 it answered is recorded
         ("retry", 503, AT),
         ("robots_denied", None, None),  # no request: nothing about the response
         ("blocked", None, None),
@@ -182,7 +188,7 @@ def test_changes_count_content_hash_changes(
     assert new["content_sha256"] == stored
 
 
-@pytest.mark.parametrize("outcome", ["notmodified", "gone", "retry", "redir_perm"])
+@pytest.mark.parametrize("outcome", ["notmodified", "gone", "soft404", "retry", "redir_perm"])
 def test_changes_and_hash_untouched_without_content(outcome: str) -> None:
     old = crawl_row(status="fetched", content_sha256="h1", changes=2, etag='"v0"')
     new = apply_fetch(old, fetch_row(outcome), AT, SEG, SCHEDULE)
@@ -443,6 +449,38 @@ def test_a_404_between_answers_starts_the_count_again() -> None:
     for i, outcome in enumerate(["gone", "success", "gone"], start=1):
         row = apply_fetch(row, fetch_row(outcome), AT + i * DAY, f"s{i}", schedule)
     assert (row["status"], row["gone_count"]) == ("fetched", 1)
+
+
+def test_a_soft404_is_confirmed_and_removes_like_a_404() -> None:
+    # Its body is the host's error page, not the URL's copy: never stored.
+    schedule = replace(SCHEDULE, gone_after=2)
+    row = apply_fetch(crawl_row(), fetch_row("success"), AT, "s0", schedule)
+    first = apply_fetch(row, fetch_row("soft404"), AT + DAY, "s1", schedule)
+    assert (first["status"], first["gone_count"], first.get("removed_at")) == ("fetched", 1, None)
+    assert first["next_fetch_at"] == AT + DAY + timedelta(seconds=100)  # asked again soon
+    assert (first["content_sha256"], first.get("simhash"), first["etag"]) == ("h1", None, '"v1"')
+    second = apply_fetch(first, fetch_row("soft404"), AT + 2 * DAY, "s2", schedule)
+    assert (second["status"], second["gone_count"]) == ("gone", 2)
+    assert second["removed_at"] == AT + 2 * DAY
+    assert second["next_fetch_at"] == AT + 2 * DAY + timedelta(seconds=5000)  # gone interval
+    assert second["content_sha256"] == "h1"
+
+
+@pytest.mark.parametrize("outcomes", [["gone", "soft404"], ["soft404", "gone"]])
+def test_soft404s_and_404s_count_in_one_run(outcomes: list[str]) -> None:
+    schedule = replace(SCHEDULE, gone_after=2)
+    row = apply_fetch(crawl_row(), fetch_row("success"), AT, "s0", schedule)
+    for i, outcome in enumerate(outcomes, start=1):
+        row = apply_fetch(row, fetch_row(outcome), AT + i * DAY, f"s{i}", schedule)
+    assert (row["status"], row["gone_count"], row["removed_at"]) == ("gone", 2, AT + 2 * DAY)
+    back = apply_fetch(row, fetch_row("success"), AT + 3 * DAY, "s3", schedule)
+    assert (back["status"], back["gone_count"], back["removed_at"]) == ("fetched", 0, None)
+
+
+def test_a_never_fetched_soft404_is_gone_at_once_without_a_removal() -> None:
+    new = apply_fetch(crawl_row(), fetch_row("soft404"), AT, SEG, replace(SCHEDULE, gone_after=2))
+    assert (new["status"], new["gone_count"], new.get("removed_at")) == ("gone", 1, None)
+    assert new["content_sha256"] is None
 
 
 def test_a_never_fetched_url_is_gone_at_the_first_404() -> None:

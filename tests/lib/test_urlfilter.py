@@ -55,6 +55,10 @@ DEFAULT = UrlFilter()
         ("http://example.com/a/b/a/b/a/b/a/b", "repeated_segments"),
         ("http://example.com/x/x/x/x", "repeated_segments"),
         ("http://example.com/page/1/page/2/page/3/page/4/", "repeated_segments"),
+        # faceted search combining every filter
+        ("http://example.com/s?" + "&".join(f"f{i}=on" for i in range(8)), None),
+        ("http://example.com/s?" + "&".join(f"f{i}=on" for i in range(9)), "too_many_params"),
+        ("http://example.com/s?a=1&&&&&&&&&&b=2#x&y&z", None),  # empty pieces do not count
     ],
 )
 def test_default_filter(url: str, reason: str | None) -> None:
@@ -73,6 +77,8 @@ def test_default_filter(url: str, reason: str | None) -> None:
         ({"max_path_depth": 2}, "http://example.com/a/b/c", "path_depth"),
         ({"max_path_depth": 2}, "http://example.com/a/b/", None),
         ({"max_repeated_segments": 1}, "http://example.com/a/b/a", "repeated_segments"),
+        ({"max_query_params": 1}, "http://example.com/?a=1&b=2", "too_many_params"),
+        ({"max_query_params": 2}, "http://example.com/?a=1&b=2", None),
         ({"max_repeated_segments": 1}, "http://example.com/a/b/c", None),
         ({"skip_extensions": ()}, "http://example.com/logo.png", None),
         ({"skip_extensions": (".PHP",)}, "http://example.com/index.php", "extension"),

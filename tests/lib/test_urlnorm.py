@@ -370,3 +370,28 @@ def test_host_bucket_range_and_spread() -> None:
 def test_host_bucket_rejects_non_positive(buckets: int) -> None:
     with pytest.raises(ValueError, match="buckets"):
         host_bucket("example.com", buckets)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://a.test/x?PHPSESSID=abc&page=2", "http://a.test/x?page=2"),
+        ("http://a.test/x?page=2&phpsessid=abc", "http://a.test/x?page=2"),
+        ("http://a.test/x?sid=1", "http://a.test/x"),
+        ("http://a.test/x?ASPSESSIONIDQQGGQ=1&a=b", "http://a.test/x?a=b"),
+        ("http://a.test/cart;jsessionid=0A1B2C?x=1", "http://a.test/cart?x=1"),
+        ("http://a.test/a;JSESSIONID=0A/b;v=2", "http://a.test/a/b;v=2"),
+        # names that only start like one are kept
+        ("http://a.test/x?side=1&sids=2", "http://a.test/x?side=1&sids=2"),
+        ("http://a.test/a;version=1", "http://a.test/a;version=1"),
+    ],
+)
+def test_session_parameters_are_dropped(url: str, expected: str) -> None:
+    assert normalize(url) == expected
+    assert normalize(expected) == expected
+
+
+def test_session_parameters_can_be_kept() -> None:
+    url = "http://a.test/x?sid=1"
+    assert normalize(url, session_params=()) == url
+    assert normalize("http://a.test/x?vt=9&a=1", session_params=("vt",)) == "http://a.test/x?a=1"

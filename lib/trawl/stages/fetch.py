@@ -4,7 +4,8 @@ The fetch list's ``task`` column decides which executor task fetches which
 host group; the RDD is partitioned by exactly that number (an identity
 partitioner), so one task owns all politeness state of its hosts and no two
 tasks ever talk to one host. Each partition runs ``trawl.fetchtask`` and
-writes its own WARC file under ``segments/<id>/warc/``.
+writes its own WARC file under ``segments/<id>/warc/``. The segment's
+counters of soft-404 probes and soft 404s are made here too (``probe_counters``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
 
+from trawl import soft404
 from trawl.config import Config
 from trawl.fetchtask import policy_source, run_fetch_task
 from trawl.schemas import FETCH_SCHEMA
@@ -66,3 +69,15 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     # now (an object store would need its storage options passed along).
     policy_root = local_dir(ctx.root)
     return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root)
+
+
+def probe_counters(rows: DataFrame) -> list[tuple[str, int]]:
+    """Counters of the segment's soft-404 probes and of the pages found to be
+    soft 404s (``trawl.soft404.probe_counters`` names them). A probe is never
+    a page: the run's page counters (``fetch/page/...``, ``fetch/status/...``)
+    leave probe rows out."""
+    probes = rows.filter(F.col("kind") == "probe").groupBy("http_status", "error").count()
+    groups = [(r["http_status"], r["error"], int(r["count"])) for r in probes.collect()]
+    # Segments fetched before soft-404 detection have no such column.
+    pages = rows.filter(F.col("soft404")).count() if "soft404" in rows.columns else 0
+    return soft404.probe_counters(groups, pages)

@@ -11,17 +11,22 @@ registered domain's, the stricter of the two), ranked by score; then caps:
 - per address: hosts sharing an IP share its clock, so together they get
   what it allows in the window (politeness.mode both: window / min_delay;
   byIP: window / the smallest gap of its hosts);
-- per registered domain: ``generate.max_per_domain`` and the domain policy's
-  page cap; and a global ``generate.top_n``.
+- per registered domain: ``generate.max_per_domain``, the domain policy's
+  page cap and the domain's budget (``trawl.budgets``: pages per distinct
+  other domain linking to it, from ``domainlinks``); and a global
+  ``generate.top_n``. Due URLs over their domain's budget are deferred
+  (``next_fetch_at`` put off at growing intervals, ``deferred_reason``
+  set), never dropped.
 
 Host groups (an address's hosts) are spread over fetch tasks by expected
-duration. The chosen crawldb rows are marked ``generated_segment`` in one
-MERGE.
+duration. The chosen crawldb rows are marked ``generated_segment``, and the
+deferred ones put off, in one MERGE.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -36,10 +41,12 @@ from trawl.stages.common import StageContext, map_records
 from trawl.tables import delta_table, read_table
 
 # What the fetch task needs to know of a host from hostdb: its politeness
-# state and the cached robots.txt, carried on every fetch-list row.
+# state, the cached robots.txt and its last soft-404 probe (trawl.soft404),
+# carried on every fetch-list row.
 HOST_HINTS = (
     "delay_s", "crawl_delay_s", "robots_url", "robots_status", "robots_http_status",
     "robots_body", "robots_fetched_at", "robots_unreachable_since", "next_allowed_at",
+    "soft404_status", "soft404_sha256", "soft404_simhash", "soft404_probed_at",
 )  # fmt: skip
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 
@@ -154,11 +161,78 @@ def overdue(ctx: StageContext) -> Column:
     return F.coalesce(_since_last_visit(ctx) >= sched.max_interval_s, F.lit(False))
 
 
+def domain_budgets(domainlinks: DataFrame, ctx: StageContext) -> DataFrame:
+    """(domain, budget): IRLbot's STAR budget of every domain something links
+    to, ``pages_per_linking_domain`` per distinct other linking domain
+    between ``min_pages`` and ``max_pages`` (a domain nothing links to gets
+    ``min_pages``, in ``select_fetchlist``)."""
+    b = ctx.cfg.budget
+    linking = domainlinks.groupBy(F.col("to_domain").alias("domain")).agg(
+        F.countDistinct("from_domain").alias("linking_domains")
+    )
+    budget = F.least(
+        F.lit(b.max_pages),
+        F.greatest(F.lit(b.min_pages), F.col("linking_domains") * b.pages_per_linking_domain),
+    )
+    return linking.select("domain", "linking_domains", budget.cast("int").alias("budget"))
+
+
 def select_fetchlist(
-    crawldb: DataFrame, hostdb: DataFrame, policy: DataFrame, ctx: StageContext
+    crawldb: DataFrame,
+    hostdb: DataFrame,
+    policy: DataFrame,
+    ctx: StageContext,
+    domainlinks: DataFrame | None = None,
 ) -> DataFrame:
     """The segment's fetch list, without the task column (see ``assign``)."""
-    g, p = ctx.cfg.generate, ctx.cfg.politeness
+    return choose(rank_due(crawldb, hostdb, policy, ctx, domainlinks), ctx)
+
+
+def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
+    """The fetch list from ``rank_due``'s frame: within every domain cap, the
+    best ``generate.top_n`` of all."""
+    chosen = ranked.filter(F.col("rank") <= F.col("domain_cap"))
+    return (
+        chosen.orderBy(*_rank_order()).limit(ctx.cfg.generate.top_n).select(*_fetchlist_columns())
+    )
+
+
+def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
+    """Due URLs left out by their domain's budget alone (within every other
+    cap): to be deferred (BEAST), each with its new due time and count.
+    Deferrals in a row double the wait (``trawl.budgets.defer_interval_s``)."""
+    b = ctx.cfg.budget
+    over = ranked.filter(
+        (F.col("rank") > F.col("domain_cap")) & (F.col("budget") < F.col("static_domain_cap"))
+    )
+    deferrals = F.coalesce(F.col("deferrals"), F.lit(0))
+    wait_s = F.least(
+        F.lit(b.defer_max_s), F.lit(b.defer_s) * F.pow(2.0, F.least(deferrals, F.lit(64)))
+    )
+    return over.select(
+        "host_bucket",
+        "url_fp",
+        "url",
+        F.timestamp_seconds(F.lit(ctx.at.timestamp()) + wait_s).alias("next_fetch_at"),
+        (deferrals + 1).alias("deferrals"),
+    )
+
+
+def _rank_order() -> list[Column | str]:
+    return [F.col("overdue").desc(), F.col("priority").desc(), "url_fp"]
+
+
+def rank_due(
+    crawldb: DataFrame,
+    hostdb: DataFrame,
+    policy: DataFrame,
+    ctx: StageContext,
+    domainlinks: DataFrame | None = None,
+) -> DataFrame:
+    """Due URLs within their host and address caps, ranked in their domain
+    (``rank``), with the domain's caps: ``domain_cap`` (the least of all)
+    and ``budget``, ``static_domain_cap`` (configured and policy caps)."""
+    g, p, b = ctx.cfg.generate, ctx.cfg.politeness, ctx.cfg.budget
     at = F.lit(ctx.at).cast("timestamp")
     hosts = hostdb.select("host", F.col("ip").alias("host_ip"), "backoff_until", *HOST_HINTS)
     due = (
@@ -191,11 +265,17 @@ def select_fetchlist(
         F.min("gap").over(Window.partitionBy("group")) if p.mode == "byIP" else F.lit(p.min_delay_s)
     )
     group_cap = (F.lit(g.fetch_window_s) / address_gap).cast("int") + 1
-    domain_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
-    order: list[Column | str] = [F.col("overdue").desc(), F.col("priority").desc(), "url_fp"]
+    static_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
+    if b.enabled and domainlinks is not None:
+        budgets = F.broadcast(domain_budgets(domainlinks, ctx).select("domain", "budget"))
+        due = due.join(budgets, "domain", "left").withColumn(
+            "budget", F.coalesce(F.col("budget"), F.lit(b.min_pages))
+        )
+    else:
+        due = due.withColumn("budget", F.lit(None).cast("int"))
 
     def rank(by: str) -> Column:
-        return F.row_number().over(Window.partitionBy(by).orderBy(*order))
+        return F.row_number().over(Window.partitionBy(by).orderBy(*_rank_order()))
 
     ranked = (
         due.withColumn("priority", recrawl_priority(ctx))
@@ -208,10 +288,14 @@ def select_fetchlist(
         .withColumn("rank", rank("group"))
         .filter(F.col("rank") <= F.col("group_cap"))
         .withColumn("rank", rank("domain"))
-        .filter(F.col("rank") <= domain_cap)
+        .withColumn("static_domain_cap", static_cap)
+        .withColumn("domain_cap", F.least(F.col("static_domain_cap"), F.col("budget")))
     )
-    top = ranked.orderBy(*order).limit(g.top_n)
-    return top.select(
+    return ranked
+
+
+def _fetchlist_columns() -> list[Column | str]:
+    return [
         "url",
         "url_fp",
         "host",
@@ -229,7 +313,7 @@ def select_fetchlist(
         "content_sha256",
         "stored_capture",
         *HOST_HINTS,
-    )
+    ]
 
 
 def assign(chosen: DataFrame, ctx: StageContext) -> DataFrame:
@@ -241,8 +325,17 @@ def assign(chosen: DataFrame, ctx: StageContext) -> DataFrame:
     return chosen.join(F.broadcast(tasks), "group").select(*FETCHLIST_SCHEMA.fieldNames())
 
 
-def mark_generated(fetchlist: DataFrame, ctx: StageContext) -> None:
-    buckets = [r[0] for r in fetchlist.select("host_bucket").distinct().collect()]
+def mark_generated(fetchlist: DataFrame, deferred: DataFrame, ctx: StageContext) -> None:
+    """One MERGE: the fetch list's rows are generated for this segment (their
+    deferral count starts again), the deferred ones are put off."""
+    at = F.lit(ctx.at).cast("timestamp")
+    chosen = fetchlist.select(
+        "host_bucket", "url_fp", "url",
+        F.lit(None).cast("timestamp").alias("next_fetch_at"),
+        F.lit(0).alias("deferrals"), F.lit("generate").alias("_op"),
+    )  # fmt: skip
+    source = chosen.unionByName(deferred.withColumn("_op", F.lit("defer")))
+    buckets = [r[0] for r in source.select("host_bucket").distinct().collect()]
     if not buckets:
         return
     bucket_list = ", ".join(str(int(b)) for b in sorted(buckets))
@@ -250,26 +343,57 @@ def mark_generated(fetchlist: DataFrame, ctx: StageContext) -> None:
         delta_table(ctx.spark, ctx.root, "crawldb")
         .alias("t")
         .merge(
-            fetchlist.select("host_bucket", "url_fp", "url").alias("s"),
+            source.alias("s"),
             f"t.host_bucket IN ({bucket_list}) AND t.host_bucket = s.host_bucket "
             "AND t.url_fp = s.url_fp AND t.url = s.url",
         )
         .whenMatchedUpdate(
+            condition="s._op = 'generate'",
             set={
                 "generated_segment": F.lit(ctx.segment),
-                "generated_at": F.lit(ctx.at).cast("timestamp"),
-            }
+                "generated_at": at,
+                "deferrals": F.lit(0),
+                "deferred_reason": F.lit(None).cast("string"),
+            },
+        )
+        .whenMatchedUpdate(
+            condition="s._op = 'defer'",
+            set={
+                "next_fetch_at": F.col("s.next_fetch_at"),
+                "deferrals": F.col("s.deferrals"),
+                "deferred_reason": F.lit("budget/domain"),
+                "deferred_at": at,
+            },
         )
         .execute()
     )
 
 
-def generate(ctx: StageContext) -> DataFrame:
+@dataclass
+class Generated:
+    """generate's result: the fetch list with tasks and the URLs to defer,
+    computed from cached frames that ``release`` frees once both are written
+    (a cached plan left behind slows the planning of every later query in
+    the session)."""
+
+    fetchlist: DataFrame
+    deferred: DataFrame
+    cached: list[DataFrame]
+
+    def release(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
+
+
+def generate(ctx: StageContext) -> Generated:
     spark, root = ctx.spark, ctx.root
-    chosen = select_fetchlist(
+    ranked = rank_due(
         read_table(spark, root, "crawldb"),
         read_table(spark, root, "hostdb"),
         read_table(spark, root, "policy"),
         ctx,
+        read_table(spark, root, "domainlinks"),
     ).cache()
-    return assign(chosen, ctx)
+    chosen = choose(ranked, ctx).cache()
+    deferred = over_budget(ranked, ctx).cache()
+    return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred])
