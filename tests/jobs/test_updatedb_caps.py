@@ -1,7 +1,8 @@
-"""updatedb's trap caps on tiny frames (Spark, no web): new URLs per path
-pattern, then per host, ranked by score; URLs an earlier run of the same
-updatedb added hold their places; URLs fetched in the segment are not capped;
-and the domain pairs of followed links."""
+"""updatedb's trap defences (trawl.stages.traps) on tiny frames (Spark, no
+web): new URLs per path pattern, then per host, ranked by score; URLs an
+earlier run of the same updatedb added hold their places; URLs fetched in the
+segment are not capped; the domain pairs of followed links; session-id
+parameters learned per host."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 from trawl.budgets import path_pattern
 from trawl.config import load_config
 from trawl.stages.common import StageContext
-from trawl.stages.updatedb import KEY, LINK_SCHEMA, cap_new_urls, domain_pairs
+from trawl.stages.traps import KEY, cap_new_urls, domain_pairs
+from trawl.stages.updatedb import LINK_SCHEMA
 from trawl.urlnorm import url_fingerprint
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
@@ -101,7 +103,7 @@ def test_domain_pairs_are_distinct_registered_domains(spark: Any) -> None:
 
 
 def test_a_host_parameter_that_only_changes_ids_is_learned(spark: Any) -> None:
-    from trawl.stages.updatedb import learn_session_params
+    from trawl.stages.traps import learn_session_params
 
     cols = "host string, url string, outcome string, status string, simhash long, "
     cols += "content_sha256 string"

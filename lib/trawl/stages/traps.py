@@ -1,0 +1,184 @@
+"""updatedb's defences against crawler traps, as Spark transforms.
+
+The rules are in the pure modules (``trawl.budgets``, ``trawl.sessionparams``);
+here they meet the segment's links: one candidate per URL after admission,
+the new-URL caps per path pattern and per host, the ``rejected`` table that
+keeps every link left out with its reason, the session-id parameters learned
+per host (``hostparams``), and the domain link graph (``domainlinks``) that
+earns domains their budgets in generate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from trawl.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
+from trawl.sessionparams import param_variants
+from trawl.stages.common import StageContext, map_records
+from trawl.tables import read_table, replace_rows, table_path
+from trawl.urlnorm import registered_domain
+
+KEY = ["host_bucket", "url_fp", "url"]
+PAIR_SCHEMA = StructType(DOMAINLINKS_SCHEMA.fields[:2])
+VARIANT_SCHEMA = StructType(
+    [StructField(n, StringType(), True) for n in ("host", "param", "value", "rest", "content")]
+)
+
+
+def one_per_url(admitted: DataFrame) -> DataFrame:
+    """One candidate per URL: links spelled apart can normalise to one URL
+    (a learned session parameter dropped), and crawldb must get it once.
+    The best-scored, then shallowest, spelling stands for it."""
+    first = Window.partitionBy(*KEY).orderBy(F.col("score").desc(), "depth", "raw")
+    return admitted.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
+
+
+def cap_new_urls(
+    new: DataFrame, earlier: DataFrame, fetched: DataFrame, ctx: StageContext
+) -> tuple[DataFrame, DataFrame]:
+    """(new URLs within the caps, those over a cap with their reason).
+
+    ``traps.max_new_per_pattern`` applies first, then ``max_new_per_host``
+    to what is left, each ranked by link score, then URL fingerprint.
+    ``earlier``: URLs an earlier run of this updatedb already added (they
+    hold their places, so a re-run admits the same set); URLs ``fetched`` in
+    the segment (redirect targets the fetcher followed) are not capped.
+    """
+    traps = ctx.cfg.traps
+    order = [F.col("score").desc(), F.col("url_fp")]
+    pool = new.withColumn("_earlier", F.lit(False)).unionByName(
+        earlier.withColumn("_earlier", F.lit(True))
+    )
+    exempt = pool.join(fetched.select(*KEY), KEY, "left_semi")
+    pool = pool.join(fetched.select(*KEY), KEY, "left_anti")
+    cut: list[DataFrame] = []
+    for column, cap, reason in (
+        ("pattern", traps.max_new_per_pattern, "cap/new_per_pattern"),
+        ("host", traps.max_new_per_host, "cap/new_per_host"),
+    ):
+        rank = F.row_number().over(Window.partitionBy(column).orderBy(*order))
+        pool = pool.withColumn("_rank", rank)
+        cut.append(pool.filter(F.col("_rank") > cap).withColumn("rejected", F.lit(reason)))
+        pool = pool.filter(F.col("_rank") <= cap).drop("_rank")
+    kept = pool.unionByName(exempt).filter(~F.col("_earlier")).drop("_earlier")
+    over = cut[0].unionByName(cut[1]).filter(~F.col("_earlier"))
+    return kept, over
+
+
+def rejected_rows(rejected: DataFrame, ctx: StageContext) -> DataFrame:
+    """Rows of the ``rejected`` table: the URL as admitted, or as linked when
+    it did not get that far."""
+    return rejected.select(
+        F.lit(ctx.segment).alias("segment"),
+        F.lit("updatedb").alias("stage"),
+        F.coalesce(F.col("url"), F.col("raw")).alias("url"),
+        "host",
+        F.col("rejected").alias("reason"),
+        "source",
+    )
+
+
+def write_rejected(rows: DataFrame, ctx: StageContext) -> None:
+    """Replace this segment's updatedb rows of ``rejected`` (a re-run writes
+    the same rows again); no commit when there are none, before or now."""
+    where = f"segment = '{ctx.segment}' AND stage = 'updatedb'"
+    if rows.isEmpty() and read_table(ctx.spark, ctx.root, "rejected").filter(where).isEmpty():
+        return
+    replace_rows(rows, ctx.root, "rejected", where)
+
+
+def learn_session_params(pages: DataFrame, crawldb: DataFrame) -> DataFrame:
+    """(host, param) pairs ``trawl.sessionparams`` calls session ids, from the
+    segment's pages with a query and their hosts' earlier ones in
+    ``crawldb``; content is the main-text simhash, or the body's sha256."""
+    content = F.coalesce(F.col("simhash").cast("string"), F.col("content_sha256"))
+    has_query = F.col("url").contains("?") & content.isNotNull()
+    now = pages.filter((F.col("outcome") == "success") & has_query)
+    hosts = now.select("host").distinct()
+    before = crawldb.filter((F.col("status") == "fetched") & has_query).join(
+        F.broadcast(hosts), "host", "left_semi"
+    )
+    rows = (
+        now.select("host", "url", content.alias("content"))
+        .unionByName(before.select("host", "url", content.alias("content")))
+        .distinct()
+    )
+
+    def fn(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for r in records:
+            for name, value, rest in param_variants(r["url"]):
+                yield {"host": r["host"], "param": name, "value": value, "rest": rest,
+                       "content": r["content"]}  # fmt: skip
+
+    groups = (
+        map_records(rows, fn, VARIANT_SCHEMA)
+        .groupBy("host", "param", "rest")
+        .agg(F.countDistinct("value").alias("values"), F.countDistinct("content").alias("contents"))
+        .filter(F.col("values") >= 2)
+    )
+    verdict = groups.groupBy("host", "param").agg(
+        F.sum(F.when(F.col("contents") == 1, 1).otherwise(0)).alias("same"),
+        F.sum(F.when(F.col("contents") > 1, 1).otherwise(0)).alias("differ"),
+    )
+    return verdict.filter((F.col("same") > 0) & (F.col("differ") == 0)).select("host", "param")
+
+
+def session_params(pages: DataFrame, crawldb: DataFrame, ctx: StageContext) -> dict[str, list[str]]:
+    """Add this segment's newly learned session parameters to ``hostparams``
+    (a re-run finds them known) and return all of them, host -> names."""
+    known = read_table(ctx.spark, ctx.root, "hostparams")
+    added = learn_session_params(pages, crawldb).join(known, ["host", "param"], "left_anti")
+    rows = added.withColumn("segment", F.lit(ctx.segment)).collect()
+    if rows:
+        frame = ctx.spark.createDataFrame(rows, HOSTPARAMS_SCHEMA)
+        frame.write.format("delta").mode("append").save(table_path(ctx.root, "hostparams"))
+    out: dict[str, list[str]] = {}
+    for r in read_table(ctx.spark, ctx.root, "hostparams").select("host", "param").collect():
+        out.setdefault(r["host"], []).append(r["param"])
+    return out
+
+
+def domain_pairs(sources: DataFrame) -> DataFrame:
+    """Distinct (from_domain, to_domain) of the segment's followed page links
+    between different registered domains."""
+    links = (
+        sources.filter((F.col("outcome") == "success") & F.col("outlinks").isNotNull())
+        .select("host", F.explode("outlinks").alias("l"))
+        .filter(~F.coalesce(F.col("l.nofollow"), F.lit(False)))
+        .select(F.col("host").alias("src"), F.expr("lower(parse_url(l.url, 'HOST'))").alias("dst"))
+        .filter(F.col("dst").isNotNull() & (F.col("dst") != F.col("src")))
+        .distinct()
+    )
+
+    def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            a, b = registered_domain(row["src"]), registered_domain(row["dst"])
+            if a != b:
+                yield {"from_domain": a, "to_domain": b}
+
+    return map_records(links, fn, PAIR_SCHEMA).distinct()
+
+
+def add_domain_links(pairs: DataFrame, ctx: StageContext) -> int:
+    """Append the pairs ``domainlinks`` does not have yet (a re-run finds
+    none left to add); returns how many were added."""
+    known = read_table(ctx.spark, ctx.root, "domainlinks").select("from_domain", "to_domain")
+    added = (
+        pairs.join(known, ["from_domain", "to_domain"], "left_anti")
+        .withColumn("first_segment", F.lit(ctx.segment))
+        .withColumn("last_segment", F.lit(ctx.segment))
+        .cache()
+    )
+    count = added.count()
+    if count:
+        cols = DOMAINLINKS_SCHEMA.fieldNames()
+        added.select(*cols).write.format("delta").mode("append").save(
+            table_path(ctx.root, "domainlinks")
+        )
+    added.unpersist()
+    return count
