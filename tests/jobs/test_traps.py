@@ -161,32 +161,9 @@ def test_soft_404s_are_found_by_the_probe(crawl: Crawl) -> None:
     assert hosts is not None and hosts["soft404_status"] == 200
 
 
-def _within_hops(model: WebModel, seeds: list[str], hops: int) -> set[tuple[str, str]]:
-    """(host, path) a perfect polite crawler fetches from ``seeds`` in ``hops``
-    link hops (one cycle each; the fetcher follows redirects in the same
-    cycle), as ``WebModel.reachable`` does without the bound."""
-    frontier = {(_host(u), urlsplit(u).path or "/") for u in seeds}
-    done: set[tuple[str, str]] = set()
-    for _ in range(hops + 1):
-        links = set()
-        for host, path in frontier - done:
-            info = model.host(host)
-            if info is None or info.is_disallowed(path, model.agent):
-                continue
-            done.add((host, path))
-            page = info.page(path)
-            while page is not None and page.redirect_to is not None:
-                done.add((host, page.redirect_to))
-                page = info.page(page.redirect_to)
-            if page is not None and page.status == 200:
-                links |= {(link.host, link.path) for link in page.links if not link.nofollow}
-        frontier = links
-    return done
-
-
 def test_ordinary_hosts_are_crawled_completely(crawl: Crawl) -> None:
     model_seeds = [u for u in crawl.seeds if not is_trap(_host(u))]
-    reach = _within_hops(crawl.model, model_seeds, CYCLES - 1)
+    reach = crawl.model.reachable(model_seeds, max_hops=CYCLES - 1)
     want = {(h, p) for h, p in reach if not is_trap(h)}
     got = {
         (r["host"], urlsplit(r["url"]).path)

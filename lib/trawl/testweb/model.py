@@ -174,7 +174,12 @@ class WebModel:
         return [(make_url(link.host, link.path, port), link.nofollow) for link in page.links]
 
     def reachable(
-        self, seeds: list[str], agent: str | None = None, *, sitemaps: bool = False
+        self,
+        seeds: list[str],
+        agent: str | None = None,
+        *,
+        sitemaps: bool = False,
+        max_hops: int | None = None,
     ) -> set[tuple[str, str]]:
         """(host, path) pairs a perfect polite crawler fetches starting at ``seeds``.
 
@@ -183,15 +188,18 @@ class WebModel:
         out). Unknown hosts are skipped. With ``sitemaps`` the crawler also
         reads the sitemaps robots.txt names on every host it fetches from, so
         the pages only sitemaps list are reached too (the sitemap files are
-        left out, like robots.txt).
+        left out, like robots.txt). ``max_hops`` bounds the link hops from the
+        seeds (a crawl's cycles less one; a redirect is followed in the same
+        hop, as the fetcher follows it in the same task).
         """
         agent = agent or self.agent
-        queue = deque((urlsplit(u).hostname or "", urlsplit(u).path or "/") for u in seeds)
+        queue = deque((urlsplit(u).hostname or "", urlsplit(u).path or "/", 0) for u in seeds)
         seen: set[tuple[str, str]] = set()
         fetched: set[tuple[str, str]] = set()
         read_sitemaps: set[str] = set()
         while queue:
-            key = queue.popleft()
+            *key_parts, hops = queue.popleft()
+            key = (key_parts[0], key_parts[1])
             if key in seen:
                 continue
             seen.add(key)
@@ -200,15 +208,17 @@ class WebModel:
                 continue
             if sitemaps and info.name not in read_sitemaps:
                 read_sitemaps.add(info.name)
-                queue.extend((info.name, path) for path in self.sitemap_paths(info.name))
+                queue.extend((info.name, path, hops + 1) for path in self.sitemap_paths(info.name))
             fetched.add(key)
             page = info.page(key[1])
             if page is None:
                 continue
             if page.redirect_to is not None:
-                queue.append((info.name, page.redirect_to))
-            elif page.status == 200:
-                queue.extend((link.host, link.path) for link in page.links if not link.nofollow)
+                queue.appendleft((info.name, page.redirect_to, hops))  # same hop: next
+            elif page.status == 200 and (max_hops is None or hops < max_hops):
+                queue.extend(
+                    (link.host, link.path, hops + 1) for link in page.links if not link.nofollow
+                )
         return fetched
 
     # -- sitemaps ----------------------------------------------------------
