@@ -346,9 +346,16 @@ class Fetcher:
         outlinks: dict[str, Row] = {}
         for link in page.links:
             target = self._absolute(base, link.href)
-            if target and target != url and target not in outlinks:
-                nofollow = link.rel_nofollow or page.meta_nofollow
+            if not target or target == url:
+                continue
+            nofollow = link.rel_nofollow or page.meta_nofollow
+            known = outlinks.get(target)
+            if known is None:
                 outlinks[target] = {"url": target, "anchor": link.anchor, "nofollow": nofollow}
+            elif known["nofollow"] and not nofollow:
+                # rel=nofollow is a hint per link: one followable link to the
+                # target is enough to follow it
+                known["nofollow"] = False
         meta = [
             name
             for name, on in (
