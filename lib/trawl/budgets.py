@@ -17,6 +17,12 @@ Billion Pages and Beyond", WWW 2008):
   reason (``cap/new_per_host``, ``cap/new_per_pattern``) in the ``rejected``
   table. Ranking inside a cap is by link score, then URL fingerprint, so a
   re-run of updatedb admits the same URLs.
+* **Counter runs** (``traps.max_counter_run``): a link to a URL spelled
+  like its page but for the numbers (:func:`counter_step`: the next month,
+  ``?page=N+1``) is one step along a counter; updatedb counts the steps in a
+  row that led to a URL and rejects a link past the limit
+  (``trap/counter``). The caps bound a counter per cycle; this bounds it for
+  good, since a calendar that grows one month a cycle never meets a cap.
 * **Domain budgets** (IRLbot's STAR, "Spam Tracking and Avoidance through
   Reputation"): a registered domain may have in one segment
   ``budget.pages_per_linking_domain`` pages per distinct *other* domain that
@@ -39,12 +45,24 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["defer_interval_s", "mask_segment", "path_pattern"]
+__all__ = [
+    "COUNTER_DIGITS",
+    "ORIGIN_PREFIX",
+    "counter_key",
+    "counter_step",
+    "defer_interval_s",
+    "mask_segment",
+    "path_pattern",
+]
 
 # RFC 3986 Appendix B, authority and path only.
 _URL_RE = re.compile(r"^(?:[^:/?#]+:)?(?://([^/?#]*))?([^?#]*)(\?[^#]*)?")
 # A run of digits: years, months, page numbers, ids.
-_DIGITS = re.compile(r"[0-9]+")
+COUNTER_DIGITS = r"[0-9]+"
+_DIGITS = re.compile(COUNTER_DIGITS)
+# scheme://authority at the start of an absolute URL (RFC 3986 3).
+ORIGIN_PREFIX = r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*"
+_ORIGIN = re.compile(ORIGIN_PREFIX)
 # An opaque token: 16+ characters of one case of hex, or 20+ of base64url
 # letters mixed with digits (session ids, hashes, UUIDs without dashes).
 _TOKEN = re.compile(r"^(?:[0-9a-f]{16,}|[0-9A-F]{16,}|(?=.*[0-9])[A-Za-z0-9_-]{20,})$")
@@ -72,6 +90,28 @@ def path_pattern(url: str) -> str:
     authority, path, query = m.group(1) or "", m.group(2), m.group(3)
     masked = "/".join(mask_segment(s) for s in path.split("/"))
     return authority + masked + ("?" if query else "")
+
+
+def counter_key(url: str) -> str:
+    """The URL with every run of digits after its origin masked: the pages of
+    one counter (a calendar's months, ``?page=N``) share it, and so does the
+    origin, digits and all (``site-12.test`` is not ``site-13.test``)."""
+    m = _ORIGIN.match(url)
+    origin = m.group(0) if m else ""
+    return origin + _DIGITS.sub("0", url[len(origin) :])
+
+
+def counter_step(source: str, target: str) -> bool:
+    """Is the link ``source`` -> ``target`` a step along a counter: another
+    URL of the same origin spelled the same but for its numbers?
+
+    Calendars offering "next month" without end, ``?page=N`` links and
+    numbered archives all step this way. Each step alone is harmless; the
+    crawl counts the steps in a row that led to a URL (crawldb's
+    ``counter_run``) and stops following at ``traps.max_counter_run``. Any
+    link that is not a step starts the count again, so a page also linked
+    from outside the sequence is not deep in it."""
+    return source != target and counter_key(source) == counter_key(target)
 
 
 def defer_interval_s(deferrals: int, base_s: float, max_s: float) -> float:

@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--out", default="testweb", help="folder for hosts file, seeds, access log")
     p.add_argument("--at", type=_at, help="serve the web as of this logical time (ISO 8601)")
+    p.add_argument(
+        "--traps",
+        action="store_true",
+        help="also serve the crawler traps (calendar, facets, session ids, link farm, "
+        "soft 404s); their entrances are added to the seeds",
+    )
     p = sub.add_parser("demo", help="start the test web, crawl it, show what happened")
     _common(p)
     p.add_argument("--cycles", type=int, default=3)
@@ -255,7 +261,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "testweb":
         from trawl.demo import serve_testweb
 
-        return serve_testweb(cfg, Path(args.out), args.at)
+        return serve_testweb(cfg, Path(args.out), args.at, traps=args.traps)
     if args.command == "demo":
         from trawl.demo import run_demo
 

@@ -140,6 +140,7 @@ class NormalizeConfig:
 class TrapsConfig:
     max_new_per_host: int = 500
     max_new_per_pattern: int = 100
+    max_counter_run: int = 32
     soft404_probe: bool = True
     soft404_reprobe_s: float = 2_592_000.0
     soft404_max_distance: int = 3
@@ -379,6 +380,8 @@ def _validate_dedup(dedup: DedupConfig) -> None:
 def _validate_traps(traps: TrapsConfig, budget: BudgetConfig) -> None:
     if traps.max_new_per_host < 1 or traps.max_new_per_pattern < 1:
         raise ConfigError("traps: max_new_per_host and max_new_per_pattern must be at least 1")
+    if traps.max_counter_run < 0:
+        raise ConfigError("traps: max_counter_run must not be negative (0 turns it off)")
     if not 0 <= traps.soft404_max_distance < 64 or traps.soft404_reprobe_s <= 0:
         raise ConfigError("traps: need 0 <= soft404_max_distance < 64 and soft404_reprobe_s > 0")
     if not 1 <= budget.min_pages <= budget.max_pages or budget.pages_per_linking_domain < 0:

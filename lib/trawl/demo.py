@@ -23,15 +23,17 @@ from trawl.config import Config
 DEMO_SEEDS = 300  # every homepage of the default test web: the crawl ramps up fast
 
 
-def serve_testweb(cfg: Config, out: Path, at: datetime | None = None) -> int:
+def serve_testweb(
+    cfg: Config, out: Path, at: datetime | None = None, *, traps: bool = False
+) -> int:
     """Serve the test web until interrupted, as of logical time ``at``
-    (default: the test web's epoch)."""
+    (default: the test web's epoch), with the crawler traps if ``traps``."""
     from trawl.testweb import run
     from trawl.testweb.changes import EPOCH
 
     t = cfg.testweb
     run(t.seed, t.hosts, t.port, out, ips=t.ips, agent=cfg.http.agent_name, n_seeds=DEMO_SEEDS,
-        at=at or EPOCH, dup_families=t.dup_families)  # fmt: skip
+        at=at or EPOCH, dup_families=t.dup_families, traps=traps)  # fmt: skip
     return 0
 
 

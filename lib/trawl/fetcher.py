@@ -9,7 +9,8 @@ MinHash only when ``dedup.method`` is "minhash", as it costs more). The
 result is one row of the segment's ``fetch`` table (``trawl.schemas``). A 2xx
 page whose body is its host's not-found page (the answer to the soft-404
 probe, ``trawl.soft404``) comes out as a soft 404, without outlinks, and is
-archived with the diagnostics.
+archived with the diagnostics; so does a redirect to where the host sent the
+probe (a host that redirects every missing path home), without its target.
 
 ``Fetcher`` is built from the config (``Fetcher.from_config``) and is shared
 by the worker threads of a fetch task; it holds no per-host state (that is
@@ -35,7 +36,7 @@ from trawl.resolver import AddressRefused, Resolver
 from trawl.robots import RobotsRules, rules_for_fetch
 from trawl.simhash import to_signed
 from trawl.sitemaps import parse_sitemap
-from trawl.soft404 import ProbeAnswer, is_site_root
+from trawl.soft404 import ProbeAnswer, echo_free_simhash, is_site_root
 from trawl.status import FetchOutcome, outcome_for_http
 from trawl.warc import (
     REVISIT_IDENTICAL,
@@ -217,7 +218,7 @@ class Fetcher:
     ) -> Visit:
         """Fetch one page (``robots``: the robots decision that allowed it;
         ``not_found``: the host's answer to its soft-404 probe, which a 2xx
-        page is compared with)."""
+        page or a redirect is compared with)."""
         url = str(item["url"])
         started = datetime.now(UTC)
         row = self.base_row(item, "page", url, ip, started)
@@ -227,6 +228,7 @@ class Fetcher:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
         row.update(self._response_fields(resp, outcome))
+        page: ParsedPage | None = None
         if outcome is FetchOutcome.SUCCESS:
             before = item.get("content_sha256")
             row["changed"] = None if not before else row["content_sha256"] != before
@@ -241,11 +243,11 @@ class Fetcher:
                     max_links=self.cfg.fetch.max_outlinks_per_page,
                 )
                 row.update(self._page_fields(url, page))
-            outcome = self._soft404(url, row, not_found)
         elif outcome is FetchOutcome.NOTMODIFIED:
             row["changed"] = False  # RFC 9110 15.4.5: the stored copy is current
         elif outcome in (FetchOutcome.REDIR_PERM, FetchOutcome.REDIR_TEMP):
             row["redirect_to"] = self._absolute(url, resp.header("location"))
+        outcome = self._soft404(row, outcome, not_found, page)
         # Archived once the outcome is known (the body is read in full by now):
         # a soft 404 goes with the 404s to crawldiagnostics, not with the pages.
         fields, capture = self._archive(url, resp, started, _subset(outcome), item)
@@ -254,18 +256,22 @@ class Fetcher:
             self._archive_metadata(url, started, row, capture)
         return _answered(row, resp, outcome, started)
 
-    def _soft404(self, url: str, row: Row, not_found: ProbeAnswer | None) -> FetchOutcome:
-        """A 2xx page's outcome: SUCCESS, or SOFT404 when it is the host's
-        not-found page (``trawl.soft404``). Sets ``soft404`` when compared."""
-        if not_found is None or not not_found.comparable or is_site_root(url):
-            return FetchOutcome.SUCCESS
-        max_distance = self.cfg.traps.soft404_max_distance
-        why = not_found.verdict(row.get("content_sha256"), row.get("simhash"), max_distance)
+    def _soft404(
+        self, row: Row, outcome: FetchOutcome, known: ProbeAnswer | None, page: ParsedPage | None
+    ) -> FetchOutcome:
+        """A page's outcome after comparing it with its host's soft-404 probe
+        (``trawl.soft404``): SOFT404 for a 2xx that is the not-found page or a
+        redirect to where the probe was sent, else ``outcome``; the root is
+        never one. Sets ``soft404`` when compared."""
+        if known is None or is_site_root(row["url"]) or not known.compares(row):
+            return outcome
+        text = page.main_text if page is not None and page.is_html else None
+        why = known.judge(row, text, self.cfg.dedup, self.cfg.traps.soft404_max_distance)
         row["soft404"] = why is not None
         if why is None:
-            return FetchOutcome.SUCCESS
-        # The error page's links are not the site's: none is followed.
-        row.update(outcome=FetchOutcome.SOFT404.value, error=why, outlinks=None)
+            return outcome
+        # A soft 404's links and redirect target are not the site's: none is followed.
+        row.update(outcome=FetchOutcome.SOFT404.value, error=why, outlinks=None, redirect_to=None)
         return FetchOutcome.SOFT404
 
     # -- the soft-404 probe ----------------------------------------------------
@@ -273,9 +279,11 @@ class Fetcher:
     def visit_probe(self, item: Mapping[str, Any], ip: str, url: str) -> Visit:
         """Ask the item's host for ``url``, a path that cannot exist
         (``trawl.soft404.probe_url``): a ``probe`` row with the answer's status,
-        sha256 and simhash, computed as for a page. Archived with the
-        diagnostics (it is no page of the site); its links and any redirect
-        target are not recorded, so nothing of it reaches crawldb."""
+        sha256 and simhash, the simhash without the echo of the probe's path
+        (``echo_free_simhash``: what hostdb keeps to compare pages with).
+        Archived with the diagnostics (it is no page of the site); its links
+        and any redirect target are not recorded, so nothing of it reaches
+        crawldb (hostdb reads the target from its Location header)."""
         started = datetime.now(UTC)
         row = self.base_row(item, "probe", url, ip, started)
         resp = self._get(url, ip, row, started)
@@ -288,6 +296,8 @@ class Fetcher:
             row.update(
                 self._fingerprint_fields(page), title=page.title[:500] if page.title else None
             )
+            if page.is_html:
+                row["simhash"] = echo_free_simhash(page.main_text, url, self.cfg.dedup)
         row.update(self._archive(url, resp, started, "crawldiagnostics")[0])
         return _answered(row, resp, outcome, started)
 
@@ -541,6 +551,7 @@ class Fetcher:
             "task": item.get("task"),
             "ip": ip,
             "depth": item.get("depth"),
+            "counter_run": item.get("counter_run") if kind == "page" else None,
             "score": item.get("score") if kind == "page" else None,
             "is_sitemap": bool(item.get("is_sitemap")) if kind == "page" else None,
             "fetched_at": started,

@@ -34,8 +34,10 @@ Decisions taken on the way, each recorded in the row (``robots_decision`` or
   once for a path that cannot exist, after robots.txt and before its first
   page, as one more request under its politeness (a ``probe`` row; none when
   robots.txt disallows the path or the Crawl-delay is over the cap, and that
-  is recorded); the host's 2xx pages are then compared with the answer (this
-  one, or hostdb's when it failed or was not needed).
+  is recorded); the host's 2xx pages, and its redirects when the probe was
+  redirected, are then compared with the answer (this one, or hostdb's when
+  it failed or was not needed). generate leaves room for robots.txt and the
+  probe in the host's fetch window.
 """
 
 from __future__ import annotations
@@ -369,6 +371,7 @@ class FetchTask:
             host=host,
             host_bucket=record["host_bucket"],
             depth=item.get("depth"),
+            counter_run=item.get("counter_run"),  # a redirect is no step
             prev_status=None,
             etag=None,
             last_modified=None,

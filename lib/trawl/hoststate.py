@@ -14,8 +14,10 @@ stored copy: the last usable answer stays for the fetcher to fall back on
 so the 30-day rule can be applied; an answer ends the outage.
 
 The segment's soft-404 probe (``trawl.soft404``), if it was answered, replaces
-the host's remembered one (``soft404_*``); a probe that failed or was not sent
-teaches nothing, so the last answer stays and the next segment asks again.
+the host's remembered one (``soft404_*``: status, sha256 and echo-free simhash
+of a 2xx, target of a redirect, ``trawl.soft404.from_probe``); a probe that
+failed or was not sent teaches nothing, so the last answer stays and the next
+segment asks again.
 Probe rows, like robots.txt rows, count for the politeness state (timing,
 failures) but are not page fetches.
 """

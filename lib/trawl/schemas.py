@@ -91,6 +91,10 @@ CRAWLDB_SCHEMA = _schema(
     ("deferrals", IntegerType()),
     ("deferred_reason", StringType()),
     ("deferred_at", TimestampType()),
+    # Steps in a row along a counter (trawl.budgets.counter_step) that led
+    # here: a calendar's months, ?page=N; over traps.max_counter_run the
+    # next step is rejected (trap/counter). Null: 0.
+    ("counter_run", IntegerType()),
 )
 
 HOSTDB_SCHEMA = _schema(
@@ -116,13 +120,15 @@ HOSTDB_SCHEMA = _schema(
     ("status_counts", MapType(StringType(), LongType())),
     ("last_segment", StringType()),
     # The host's answer to a path that cannot exist (trawl.soft404): its status,
-    # and for a 2xx the not-found page's sha256 and simhash; kept until a later
-    # probe answers (a failed one teaches nothing), asked again after
+    # for a 2xx the not-found page's sha256 and simhash (without the echo of
+    # the probe's path), for a redirect its target; kept until a later probe
+    # answers (a failed one teaches nothing), asked again after
     # traps.soft404_reprobe_s.
     ("soft404_status", IntegerType()),
     ("soft404_sha256", StringType()),
     ("soft404_simhash", LongType()),
     ("soft404_probed_at", TimestampType()),
+    ("soft404_location", StringType()),
 )
 
 FETCHLIST_SCHEMA = _schema(
@@ -135,6 +141,7 @@ FETCHLIST_SCHEMA = _schema(
     ("task", IntegerType()),
     ("score", DoubleType()),
     ("depth", IntegerType()),
+    ("counter_run", IntegerType()),
     ("prev_status", StringType()),
     ("is_sitemap", BooleanType()),
     ("etag", StringType()),
@@ -154,6 +161,7 @@ FETCHLIST_SCHEMA = _schema(
     ("soft404_sha256", StringType()),
     ("soft404_simhash", LongType()),
     ("soft404_probed_at", TimestampType()),
+    ("soft404_location", StringType()),
 )
 
 OUTLINK_TYPE = StructType(
@@ -177,6 +185,7 @@ FETCH_SCHEMA = _schema(
     ("task", IntegerType()),
     ("ip", StringType()),
     ("depth", IntegerType()),
+    ("counter_run", IntegerType()),
     ("score", DoubleType()),  # the URL's score when generated (a redirect target inherits it)
     ("is_sitemap", BooleanType()),  # the URL was read as a sitemap
     ("outcome", StringType()),  # trawl.status.FetchOutcome
@@ -213,9 +222,10 @@ FETCH_SCHEMA = _schema(
     ("crawl_delay_s", DoubleType()),
     ("delay_s", DoubleType()),  # the gap the scheduler chose after this fetch
     ("error", StringType()),
-    # A 2xx page compared with its host's not-found page (trawl.soft404): true
-    # if it is one (outcome soft404, no outlinks), false if not; null when not
-    # compared (no 2xx, no usable probe, the host's root).
+    # A 2xx page compared with its host's not-found page, or a redirect with
+    # where the probe was redirected (trawl.soft404): true if it is one
+    # (outcome soft404, no outlinks, no redirect_to), false if not; null when
+    # not compared (no usable probe answer, the host's root).
     ("soft404", BooleanType()),
 )
 

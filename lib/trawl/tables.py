@@ -126,7 +126,17 @@ def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> st
 
 
 def read_segment_table(spark: SparkSession, root: str, segment: str, name: str) -> DataFrame:
-    return spark.read.format("delta").load(segment_path(root, segment, name))
+    """A segment's table; one written by an older trawl reads with the
+    columns added since as nulls (a segment fetched before an upgrade still
+    goes through updatedb)."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.format("delta").load(segment_path(root, segment, name))
+    schema = SEGMENT_TABLES.get(name)
+    have = set(frame.columns)
+    for missing in (f for f in (schema.fields if schema else []) if f.name not in have):
+        frame = frame.withColumn(missing.name, F.lit(None).cast(missing.dataType))
+    return frame
 
 
 def segment_exists(spark: SparkSession, root: str, segment: str, name: str) -> bool:

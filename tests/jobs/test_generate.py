@@ -23,6 +23,11 @@ from trawl.urlnorm import registered_domain, url_fingerprint
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
+# hostdb's memory of a host: robots.txt and the soft-404 probe, fresh unless
+# a host's extras say otherwise
+SEEN = {"robots_fetched_at": AT - timedelta(hours=1), "soft404_probed_at": AT - timedelta(hours=1)}
+NEVER_SEEN = dict.fromkeys(SEEN)
+
 # host -> (IP, URLs in crawldb, hostdb extras)
 HOSTS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "a-shared.com": ("10.0.0.1", 10, {}),
@@ -40,6 +45,12 @@ HOSTS: dict[str, tuple[str, int, dict[str, Any]]] = {
     "failing.info": ("10.0.0.12", 10, {"backoff_until": AT + timedelta(hours=3)}),
     # 20 hosts x 6 on one address: more than its 100 s / 1 s + 1 = 101 slots
     **{f"h{i}.crowd{i}.com": ("10.0.0.30", 10, {}) for i in range(20)},
+    # robots.txt and the soft-404 probe come first, each under the gap:
+    # 100 / 25 + 1 - 2 = 3 for a host without them, 4 with robots.txt fresh
+    "new.com": ("10.0.0.13", 10, {"delay_s": 25.0, **NEVER_SEEN}),
+    "stale.com": ("10.0.0.14", 10, {"delay_s": 25.0, "soft404_probed_at": AT - timedelta(days=31)}),
+    # ... and on a shared address: 101 - 20 x 2 = 61 slots
+    **{f"n{i}.new{i}.com": ("10.0.0.31", 10, NEVER_SEEN) for i in range(20)},
 }
 
 
@@ -60,7 +71,8 @@ def _hostdb_rows() -> list[dict[str, Any]]:
     rows = []
     for host, (ip, _, extra) in HOSTS.items():
         row: dict[str, Any] = dict.fromkeys(HOSTDB_SCHEMA.fieldNames())
-        row.update(host=host, host_bucket=0, domain=registered_domain(host), ip=ip, **extra)
+        row.update(host=host, host_bucket=0, domain=registered_domain(host), ip=ip)
+        row.update({**SEEN, **extra})
         rows.append(row)
     return rows
 
@@ -124,6 +136,12 @@ def test_an_address_is_capped_at_what_its_clock_allows(chosen: Counter[str]) -> 
 
 def test_a_host_gets_what_its_gap_allows_in_the_window(chosen: Counter[str]) -> None:
     assert chosen["alone.com"] == 5
+
+
+def test_robots_txt_and_the_probe_take_their_slots_in_the_window(chosen: Counter[str]) -> None:
+    assert (chosen["new.com"], chosen["stale.com"]) == (3, 4)
+    new = [n for h, n in chosen.items() if ".new" in h]
+    assert sum(new) == 61 and max(new) == 4  # ranked by score: 3 each, one 4th
 
 
 def test_a_crawl_delay_above_the_cap_gets_one_url(chosen: Counter[str]) -> None:

@@ -125,3 +125,85 @@ def test_a_host_parameter_that_only_changes_ids_is_learned(spark: Any) -> None:
         spark.createDataFrame(now, cols), spark.createDataFrame(before, cols)
     )
     assert {(r["host"], r["param"]) for r in learned.collect()} == {("v.test", "vt")}
+
+
+def test_the_counter_column_agrees_with_counter_step(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from trawl.budgets import counter_step
+    from trawl.stages.traps import counter_run_col
+
+    pairs = [
+        ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2027/01/"),
+        ("http://h.test/list?page=3", "http://h.test/list?page=30"),
+        ("https://h.test:8443/p/7", "https://h.test:8443/p/8"),
+        ("http://h.test/list?page=3", "http://h.test/list?page=3"),
+        ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2026/12/01/"),
+        ("http://shop.test/s?color=red", "http://shop.test/s?color=blue"),
+        ("http://site-12.test/p/1", "http://site-13.test/p/2"),
+        ("http://h.test:8080/p/1", "http://h.test:8081/p/2"),
+    ]
+    frame = spark.createDataFrame(pairs, "s string, t string")
+    got = frame.select(
+        "s", "t", counter_run_col(F.col("s"), F.col("t"), F.lit(4)).alias("run")
+    ).collect()
+    assert {(r["s"], r["t"]): r["run"] for r in got} == {
+        (s, t): 5 if counter_step(s, t) else 0 for s, t in pairs
+    }
+
+
+def test_counter_runs_grow_along_steps_and_stop_at_the_limit(spark: Any) -> None:
+    from trawl.schemas import FETCH_SCHEMA
+    from trawl.stages.updatedb import admitted_links, discovered_links
+
+    def page(url: str, run: int | None, links: list[str], **extra: Any) -> dict[str, Any]:
+        row: dict[str, Any] = dict.fromkeys(FETCH_SCHEMA.fieldNames())
+        outlinks = [dict(url=u, anchor=None, nofollow=False, sitemap=None, lastmod=None)
+                    for u in links]  # fmt: skip
+        row.update(kind="page", url=url, host=url.split("/")[2], outcome="success", depth=3,
+                   counter_run=run, outlinks=outlinks)  # fmt: skip
+        row.update(extra)
+        return row
+
+    cal = "http://cal.test/cal"
+    fetch = spark.createDataFrame(
+        [
+            # two steps in: the next month is the third, over the limit of 2
+            page(
+                f"{cal}/2027/02/", 2, [f"{cal}/2027/03/", f"{cal}/2027/02/08/", "http://cal.test/"]
+            ),
+            page(f"{cal}/2026/12/", None, [f"{cal}/2027/01/"]),  # a run starts
+            # also linked from outside the sequence: its shortest run counts
+            page(f"{cal}/2027/05/", 2, [f"{cal}/2027/06/"]),
+            page("http://cal.test/news", 0, [f"{cal}/2027/06/"]),
+            # a sitemap's entries start no run, whatever the sitemap's URL
+            page(
+                "http://cal.test/sitemap-7.xml",
+                9,
+                ["http://cal.test/sitemap-8.xml"],
+                is_sitemap=True,
+            ),
+            # a redirect target is where its source was in the sequence
+            page(f"{cal}/2027/09/", 2, [], outcome="redir_perm", redirect_to=f"{cal}/2027/10/"),
+        ],
+        FETCH_SCHEMA,
+    )
+    cfg = load_config(None, ["traps.max_counter_run=2"], environ={})
+    ctx = StageContext(spark, cfg, "unused", "seg2", AT)
+    rows = {r["raw"]: r for r in admitted_links(discovered_links(fetch), ctx).collect()}
+    runs = {u: (r["counter_run"], r["rejected"]) for u, r in rows.items()}
+    assert runs == {
+        f"{cal}/2027/03/": (None, "trap/counter"),
+        f"{cal}/2027/02/08/": (0, None),
+        "http://cal.test/": (0, None),
+        f"{cal}/2027/01/": (1, None),
+        f"{cal}/2027/06/": (0, None),
+        "http://cal.test/sitemap-8.xml": (0, None),
+        f"{cal}/2027/10/": (2, None),
+    }
+    off = load_config(None, ["traps.max_counter_run=0"], environ={})
+    ctx = StageContext(spark, off, "unused", "seg2", AT)
+    rows = {r["raw"]: r for r in admitted_links(discovered_links(fetch), ctx).collect()}
+    assert (
+        rows[f"{cal}/2027/03/"]["rejected"] is None and rows[f"{cal}/2027/03/"]["counter_run"] == 3
+    )

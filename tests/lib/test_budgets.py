@@ -1,11 +1,17 @@
-"""trawl.budgets: path patterns that fold a trap's URLs into one, and BEAST's
-growing deferral intervals."""
+"""trawl.budgets: path patterns that fold a trap's URLs into one, counter
+steps, and BEAST's growing deferral intervals."""
 
 from __future__ import annotations
 
 import pytest
 
-from trawl.budgets import defer_interval_s, mask_segment, path_pattern
+from trawl.budgets import (
+    counter_key,
+    counter_step,
+    defer_interval_s,
+    mask_segment,
+    path_pattern,
+)
 
 
 @pytest.mark.parametrize(
@@ -68,3 +74,37 @@ def test_deferral_doubles_up_to_the_cap() -> None:
 def test_deferral_count_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="negative"):
         defer_interval_s(-1, 1.0, 2.0)
+
+
+COUNTER_PAIRS = [
+    # (source, target, is a step)
+    ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2027/01/", True),  # next month
+    ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2026/11/", True),  # previous
+    ("http://h.test/list?page=3", "http://h.test/list?page=4", True),
+    ("http://h.test/list?page=3", "http://h.test/list?page=300", True),
+    ("http://h.test/a/b/1.html", "http://h.test/a/b/2.html", True),  # numbered siblings
+    ("https://h.test:8443/p/7", "https://h.test:8443/p/8", True),
+    ("http://h.test/list?page=3", "http://h.test/list?page=3", False),  # itself
+    ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2026/12/01/", False),  # a day
+    ("http://h.test/list?page=3", "http://h.test/list?page=3&sort=new", False),
+    ("http://shop.test/s?color=red", "http://shop.test/s?color=blue", False),  # a facet
+    ("http://h.test/a/b/1.html", "http://h.test/a/c/1.html", False),
+    # the origin's digits are not masked: numbered hosts are other sites
+    ("http://site-12.test/p/1", "http://site-13.test/p/2", False),
+    ("http://h.test:8080/p/1", "http://h.test:8081/p/2", False),
+    ("http://h.test/p/1", "https://h.test/p/2", False),
+]
+
+
+@pytest.mark.parametrize(("source", "target", "step"), COUNTER_PAIRS)
+def test_counter_step(source: str, target: str, step: bool) -> None:
+    assert counter_step(source, target) is step
+    assert counter_step(target, source) is step  # a step back is a step too
+
+
+def test_counter_key_masks_digits_after_the_origin() -> None:
+    assert (
+        counter_key("http://w7.farm.test:81/cal/2026/12/?d=1")
+        == "http://w7.farm.test:81/cal/0/0/?d=0"
+    )
+    assert counter_key("not a url 12") == "not a url 0"

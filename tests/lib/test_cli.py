@@ -37,6 +37,11 @@ def test_commands_parse(argv: list[str], command: str) -> None:
     assert args.crawl == "crawl"
 
 
+def test_testweb_serves_the_traps_only_when_asked() -> None:
+    assert build_parser().parse_args(["testweb", "--traps"]).traps is True
+    assert build_parser().parse_args(["testweb"]).traps is False
+
+
 def test_at_without_zone_is_utc() -> None:
     args = build_parser().parse_args(["generate", "--at", "2026-11-30T12:00:00"])
     assert args.at.utcoffset().total_seconds() == 0

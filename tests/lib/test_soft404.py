@@ -3,15 +3,18 @@
 A small threaded server on 127.0.0.1 plays a handful of virtual hosts (told
 apart by the Host header, pinned by ``dns.hosts_file``): hosts that answer
 every unknown path with 200 and one "page not found" page (byte-identical, or
-with a per-request footer outside the main text), one that answers 404, 503
-or a redirect to its probe, one that serves its home page for everything, and
-one whose robots.txt disallows the probe's path. One fetch task crawls them
-all; its rows, the server's own request log and the WARC files are checked.
+with a per-request footer outside the main text, or echoing the path asked
+for), one that answers 404, 503 or a redirect home to its probe (and to its
+missing pages), one that serves its home page for everything, and one whose
+robots.txt disallows the probe's path. One fetch task crawls them all; its
+rows, the server's own request log and the WARC files are checked. The test
+web's own soft-404 hosts (``trawl.testweb.traps``) are crawled too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html as markup
 import itertools
 import random
 import re
@@ -23,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -30,19 +34,26 @@ from warcio.archiveiterator import ArchiveIterator
 from trawl import urlnorm
 from trawl.config import Config, load_config
 from trawl.fetchtask import probe_due, run_fetch_task
-from trawl.fingerprint import page_fingerprint
+from trawl.fingerprint import page_fingerprint, words
+from trawl.hoststate import merge_host
 from trawl.parse import parse_page
-from trawl.simhash import to_signed
+from trawl.simhash import hamming, to_signed
 from trawl.soft404 import (
     EMPTY_SHA256,
     PROBE_SUFFIX,
     ProbeAnswer,
+    echo_free_simhash,
+    echoes,
     from_hints,
     from_probe,
     is_site_root,
+    location_of,
     probe_counters,
     probe_url,
+    redirect_target,
+    without_echoes,
 )
+from trawl.testweb import TestWeb, WebModel, traps
 
 MIN_GAP = 0.05
 TOLERANCE = 0.005  # the server's clock readings against the scheduler's
@@ -111,6 +122,26 @@ def stamped(path: str) -> Answer:
     return html(not_found_page(hashlib.sha256(path.encode()).hexdigest()[:12]))
 
 
+def echoing_page(path: str) -> bytes:
+    """A short error page that names the path three times (Apache's "The
+    requested URL ... was not found" and its kin): enough to move its simhash
+    far past ``traps.soft404_max_distance`` from one path to the next."""
+    said = markup.escape(path)
+    return (
+        f"<html><head><title>Not found: {said}</title></head><body>"
+        "<nav><a href='/'>Home</a></nav>"
+        f"<main><h1>Not found: {said}</h1><p>Sorry, there is no page at {said} on this site. "
+        "The link you followed may be broken, or the page may have been removed. "
+        f"Check the spelling of {said}, try the search box, or return to the home page "
+        "and browse the sections from there.</p><p><a href='/popular'>Popular</a></p></main>"
+        "</body></html>"
+    ).encode()
+
+
+def redirect(location: str, status: int = 302) -> Answer:
+    return status, {"Location": location, "Content-Type": "text/plain"}, b""
+
+
 SITES: dict[str, Site] = {
     "soft.test": Site({"/": html(HOME), "/a": html(article("a")), "/b": html(article("b"))}, soft),
     "echo.test": Site({"/a": html(article("echo a"))}, stamped, robots=None),
@@ -127,10 +158,23 @@ SITES: dict[str, Site] = {
         {"/a": html(article("flaky a"))},
         lambda path: text("busy", 503) if path.endswith(PROBE_SUFFIX) else html(NOT_FOUND),
     ),
-    "redir.test": Site(
-        {"/": html(article("redir home")), "/a": html(article("redir a"))},
-        lambda path: (302, {"Location": "/", "Content-Type": "text/plain"}, b""),
+    "path.test": Site(
+        {
+            "/a": html(article("path a")),
+            # a real page that names its own address, as an error page would
+            "/notes/b": html(article("You are reading /notes/b, a page of its own")),
+        },
+        lambda path: html(echoing_page(path)),
     ),
+    "redir.test": Site(
+        {
+            "/": html(article("redir home")),
+            "/a": html(article("redir a")),
+            "/moved": redirect("/a", 301),  # a real redirect, elsewhere than home
+        },
+        lambda path: redirect("/"),
+    ),
+    "redir-fresh.test": Site({"/a": html(article("redir fresh a"))}, lambda path: redirect("/")),
     "home.test": Site({"/": html(HOME)}, lambda path: html(HOME)),
 }
 PATHS = {
@@ -141,7 +185,9 @@ PATHS = {
     "stale.test": ["/a", "/gone"],
     "denied.test": ["/p/a", "/p/gone"],
     "flaky.test": ["/a", "/gone"],
-    "redir.test": ["/", "/a"],
+    "path.test": ["/a", "/notes/b", "/old/news-12", "/contact"],
+    "redir.test": ["/", "/a", "/gone", "/moved"],
+    "redir-fresh.test": ["/a", "/gone"],
     "home.test": ["/", "/x"],
 }
 
@@ -208,7 +254,8 @@ class Crawl:
 
 
 def fingerprint(body: bytes) -> int | None:
-    """The simhash the fetcher gives a body (hostdb's soft404_simhash)."""
+    """The simhash the fetcher gives a body (hostdb's soft404_simhash too,
+    for a body that does not echo its path)."""
     page = parse_page(body, "text/html", [], "trawl")
     value = page_fingerprint(page.main_text, load_config(None, [], environ={}).dedup).simhash
     return None if value is None else to_signed(value)
@@ -231,6 +278,8 @@ HINTS = {
     "stale.test": hints(404, None, timedelta(days=40)),
     # stale, and the probe will fail: this answer stays in force.
     "flaky.test": hints(200, NOT_FOUND, timedelta(days=40)),
+    # redirected home a day ago (the path is made absolute with the port, in items())
+    "redir-fresh.test": {**hints(302, None, timedelta(days=1)), "soft404_location": "/"},
 }
 
 
@@ -247,6 +296,8 @@ def items(port: int, hosts: list[str]) -> list[dict[str, Any]]:
                 "robots_body": None, "robots_fetched_at": None,
             }  # fmt: skip
             item.update(HINTS.get(host, {}))
+            if item.get("soft404_location"):
+                item["soft404_location"] = f"http://{host}:{port}{item['soft404_location']}"
             out.append(item)
     return out
 
@@ -324,7 +375,10 @@ def test_the_probe_row_has_the_answer_and_nothing_that_could_become_a_link(crawl
     assert (probe["url_fp"], probe.get("outlinks"), probe.get("redirect_to")) == (None, None, None)
     (redirected,) = crawl.probes("redir.test")
     assert (redirected["outcome"], redirected["http_status"]) == ("redir_temp", 302)
-    assert redirected.get("redirect_to") is None  # the target is not a link either
+    assert redirected.get("redirect_to") is None  # the target is not a link either...
+    home = crawl.origin("redir.test") + "/"
+    answer = from_probe(redirected)
+    assert answer is not None and location_of(redirected) == home == answer.location  # ...known
 
 
 # --- pages compared with the probe's answer -------------------------------------------------------
@@ -376,9 +430,73 @@ def test_a_host_answering_404_to_the_probe_flags_nothing(crawl: Crawl) -> None:
     assert notice["content_sha256"] == hashlib.sha256(NOT_FOUND).hexdigest()
     assert (notice["outcome"], notice["soft404"]) == ("success", None)
     assert notice["outlinks"]
-    for host in ("hard.test", "redir.test"):
-        for path in PATHS[host]:
-            assert crawl.page(host, path)["soft404"] is None
+    for path in PATHS["hard.test"]:
+        assert crawl.page("hard.test", path)["soft404"] is None
+
+
+def test_a_not_found_page_echoing_the_path_is_caught_without_the_path(crawl: Crawl) -> None:
+    (probe,) = crawl.probes("path.test")
+    for path in ("/old/news-12", "/contact"):
+        row = crawl.page("path.test", path)
+        # the echo moves the page's simhash far from the probe's (which is echo-free)...
+        echoed = fingerprint(echoing_page(urlsplit(probe["url"]).path))
+        assert echoed is not None and hamming(row["simhash"], echoed) > 3
+        assert hamming(row["simhash"], probe["simhash"]) > 3
+        # ...without it, it is the same page
+        assert (row["outcome"], row["soft404"], row["outlinks"]) == ("soft404", True, None)
+        assert (
+            row["error"] == "soft404: distance 0 (simhash without the path within 3 of the probe)"
+        )
+    for path in ("/a", "/notes/b"):  # real pages, one naming its own path, stay pages
+        row = crawl.page("path.test", path)
+        assert (row["outcome"], row["soft404"], row["error"]) == ("success", False, None)
+
+
+def test_missing_pages_redirected_home_are_soft404s_and_not_followed(crawl: Crawl) -> None:
+    gone = crawl.page("redir.test", "/gone")
+    assert (gone["outcome"], gone["http_status"], gone["soft404"]) == ("soft404", 302, True)
+    home = crawl.origin("redir.test") + "/"
+    assert gone["error"] == f"soft404: redirect to {home} (where the probe was sent)"
+    assert gone["redirect_to"] is None  # no link for updatedb, nothing followed
+    # a real redirect elsewhere stays a redirect; the root and 2xx pages are not compared
+    moved = crawl.page("redir.test", "/moved")
+    assert (moved["outcome"], moved["soft404"]) == ("redir_perm", False)
+    assert moved["redirect_to"] == crawl.origin("redir.test") + "/a"
+    for path in ("/", "/a"):
+        row = crawl.page("redir.test", path)
+        assert (row["outcome"], row["soft404"]) == ("success", None)
+    asked = [r["path"] for r in crawl.requests("redir.test")]
+    assert sorted(p for p in asked if not p.endswith(PROBE_SUFFIX)) == [
+        "/",
+        "/a",
+        "/gone",
+        "/moved",
+        "/robots.txt",
+    ]  # fmt: skip: each once, the targets not again
+
+
+def test_a_remembered_redirect_home_is_compared_without_a_new_probe(crawl: Crawl) -> None:
+    assert crawl.probes("redir-fresh.test") == []
+    gone = crawl.page("redir-fresh.test", "/gone")
+    assert (gone["outcome"], gone["redirect_to"]) == ("soft404", None)
+    assert crawl.page("redir-fresh.test", "/a")["outcome"] == "success"
+
+
+def test_the_probes_redirect_is_kept_in_hostdb_for_later_segments(crawl: Crawl) -> None:
+    (probe,) = crawl.probes("redir.test")
+    at = datetime(2024, 5, 2, tzinfo=UTC)
+    base = {"host_bucket": 0, "domain": "redir.test"}
+    hostdb = merge_host(None, "redir.test", [probe], None, at, SEGMENT, base, probe=probe)
+    home = crawl.origin("redir.test") + "/"
+    assert (hostdb["soft404_status"], hostdb["soft404_location"]) == (302, home)
+    remembered = from_hints(hostdb)
+    assert remembered == from_probe(probe) and remembered is not None
+    assert remembered.redirect_verdict(home) is not None
+    # a later probe answering 404 forgets the redirect
+    later = {**probe, "outcome": "gone", "http_status": 404, "headers": [],
+             "fetched_at": probe["fetched_at"] + timedelta(days=31)}  # fmt: skip
+    hard = merge_host(hostdb, "redir.test", [later], None, at, "seg2", base, probe=later)
+    assert (hard["soft404_status"], hard["soft404_location"]) == (404, None)
 
 
 # --- what hostdb knew ----------------------------------------------------------------------------
@@ -432,7 +550,7 @@ def test_probes_and_soft404s_are_archived_with_the_diagnostics(crawl: Crawl) -> 
             }
     probes = {r["url"] for r in crawl.rows if r["kind"] == "probe" and r["http_status"]}
     soft404s = {r["url"] for r in crawl.rows if r["kind"] == "page" and r["outcome"] == "soft404"}
-    assert len(probes) == 7 and len(soft404s) == 6
+    assert len(probes) == 8 and len(soft404s) == 10
     assert probes | soft404s <= uris["crawldiagnostics"]
     assert not (probes | soft404s) & (uris["warc"] | uris["robotstxt"])
     assert crawl.page("soft.test", "/a")["url"] in uris["warc"]
@@ -447,12 +565,12 @@ def test_the_crawls_probe_counters(crawl: Crawl) -> None:
     flagged = sum(1 for r in crawl.rows if r.get("soft404"))
     counters = dict(probe_counters([(s, e, n) for (s, e), n in groups.items()], flagged))
     assert counters == {
-        "fetch/probe/status/200": 4,  # soft, echo, stale, home
+        "fetch/probe/status/200": 5,  # soft, echo, stale, home, path
         "fetch/probe/status/302": 1,
         "fetch/probe/status/404": 1,
         "fetch/probe/status/503": 1,
         "fetch/probe/why/robots_denied": 1,
-        "fetch/soft404": 6,
+        "fetch/soft404": 10,
     }
 
 
@@ -499,6 +617,24 @@ def test_verdict_by_sha256_or_simhash_distance(
 
 
 @pytest.mark.parametrize(
+    ("simhash", "echo_free", "expected"),
+    [
+        (0b0000, 0b1111, "soft404: distance 0 (simhash without the path within 3 of the probe)"),
+        (0b0000, 0b0111, "soft404: distance 1 (simhash without the path within 3 of the probe)"),
+        (0b0111, 0b0111, "soft404: distance 1 (simhash within 3 of the probe)"),  # a tie
+        (0b1111, 0b0000, "soft404: distance 0 (simhash within 3 of the probe)"),  # the closer
+        (None, 0b1110, "soft404: distance 1 (simhash without the path within 3 of the probe)"),
+        (0b0000, 0b0000, None),
+        (None, None, None),
+    ],
+)
+def test_verdict_takes_the_closer_of_the_plain_and_the_echo_free_simhash(
+    simhash: int | None, echo_free: int | None, expected: str | None
+) -> None:
+    assert NF.verdict("other", simhash, 3, echo_free) == expected
+
+
+@pytest.mark.parametrize(
     "answer",
     [
         ProbeAnswer(404, None, None, None),  # a real 404
@@ -527,6 +663,16 @@ def test_hints_and_probe_rows_as_answers() -> None:
     assert from_probe({**row, "outcome": "gone", "http_status": 410}) == ProbeAnswer(
         410, None, None, at
     )
+    moved = {**row, "outcome": "redir_temp", "http_status": 302, "url": "http://h.test/x-probe",
+             "headers": [["Content-Type", "text/plain"], ["location", " /?from=x "]]}  # fmt: skip
+    assert from_probe(moved) == ProbeAnswer(302, None, None, at, "http://h.test/?from=x")
+    assert from_hints({**hinted, "soft404_location": "http://h.test/"}) == ProbeAnswer(
+        200, "nf", 5, at, "http://h.test/"
+    )
+    # no usable Location: a redirect, but nothing to compare with
+    unusable = from_probe({**moved, "headers": [["Location", "http://[::1"]]})
+    assert unusable is not None and unusable.location is None
+    assert from_probe({**moved, "headers": []}) == ProbeAnswer(302, None, None, at)
     assert from_probe({**row, "outcome": "retry", "http_status": 503}) is None
     assert from_probe({**row, "outcome": "retry", "http_status": None}) is None
     assert from_probe({**row, "outcome": "robots_denied", "http_status": None}) is None
@@ -586,3 +732,142 @@ def test_probe_counters_name_answers_and_reasons() -> None:
         ("fetch/soft404", 4),
     ]
     assert probe_counters([], 0) == [("fetch/soft404", 0)]
+
+
+# --- path echoes and redirects home, the pure parts ----------------------------------------------
+@pytest.mark.parametrize(
+    ("url", "runs"),
+    [
+        ("http://h.test/", []),
+        ("http://h.test/contact", [("contact",)]),
+        ("http://h.test/news/6", [("news", "0")]),  # numbers as the fingerprint masks them
+        (
+            "http://h.test/2024/how-to-fix-a-bike?page=2",
+            [
+                ("0", "how", "to", "fix", "a", "bike", "page", "0"),
+                ("0", "how", "to", "fix", "a", "bike"),
+                ("how", "to", "fix", "a", "bike"),
+            ],
+        ),
+        ("http://h.test/caf%C3%A9/menu", [("caf", "c0", "a0", "menu"), ("café", "menu")]),
+        (
+            "http://h.test/0123456789abcdef01234567-trawl-probe",
+            [("0abcdef0", "trawl", "probe")],
+        ),
+    ],
+)
+def test_echoes_are_the_runs_of_words_spelling_the_path(
+    url: str, runs: list[tuple[str, ...]]
+) -> None:
+    assert echoes(url) == runs
+
+
+def test_echoes_are_taken_out_as_runs_not_word_by_word() -> None:
+    runs = echoes("http://h.test/the-best-of")
+    tokens = words("Sorry, the best of our pages is not the best-of the rest.")
+    assert without_echoes(tokens, runs) == words("sorry our pages is not the rest")
+    assert without_echoes(["the", "best"], runs) == ["the", "best"]  # a part is no echo
+    assert without_echoes([], runs) == []
+
+
+DEDUP = load_config(None, [], environ={}).dedup
+
+
+def main_text(body: bytes) -> str:
+    return parse_page(body, "text/html", [], "trawl").main_text
+
+
+def request_target(url: str) -> str:
+    """What an HTTP/1.1 request line asks for: the path and the query."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def test_error_pages_echoing_different_paths_have_one_echo_free_simhash() -> None:
+    probe = probe_url("http://h.test", "seg9")
+    urls = [probe, "http://h.test/old/news-12", "http://h.test/a%20b/c?q=1", "http://h.test/x"]
+    pages = {url: main_text(echoing_page(request_target(url))) for url in urls}
+    (free,) = {echo_free_simhash(text, url, DEDUP) for url, text in pages.items()}
+    assert free is not None
+    probed, missing = (fingerprint(echoing_page(urlsplit(u).path)) for u in urls[:2])
+    assert probed is not None and missing is not None
+    assert hamming(probed, missing) > 3  # what the plain simhash made of them
+    # a page without an echo is fingerprinted as the fetcher does it
+    assert echo_free_simhash(main_text(NOT_FOUND), probe, DEDUP) == fingerprint(NOT_FOUND)
+    # and a real page stays far from the error page, its own path taken out or not
+    real = "http://h.test/notes/b"
+    own = echo_free_simhash(main_text(article("You are reading /notes/b")), real, DEDUP)
+    assert own is not None and hamming(own, free) > 3 * DEDUP.max_distance
+    assert echo_free_simhash("too few words " + "/x " * 40, "http://h.test/x", DEDUP) is None
+
+
+@pytest.mark.parametrize(
+    ("location", "target"),
+    [
+        ("/", "http://h.test/"),
+        ("http://H.test:80", "http://h.test/"),
+        (" ../ ", "http://h.test/"),
+        ("/404.html?from=/a", "http://h.test/404.html?from=/a"),
+        ("https://h.test/a", "https://h.test/a"),
+        ("", None),
+        (None, None),
+        ("http://[::1", None),
+    ],
+)
+def test_redirect_target_spells_probe_and_page_targets_alike(
+    location: str | None, target: str | None
+) -> None:
+    assert redirect_target("http://h.test/a/b", location) == target
+
+
+def test_a_redirect_is_compared_with_where_the_probe_was_sent() -> None:
+    at = datetime(2024, 5, 1, tzinfo=UTC)
+    home = ProbeAnswer(302, None, None, at, "http://h.test/")
+    row = {"url": "http://h.test/gone", "outcome": "redir_temp", "headers": [["Location", "/"]]}
+    assert home.compares(row) and not home.compares({**row, "outcome": "success"})
+    assert home.judge(row, None, DEDUP, 3) == (
+        "soft404: redirect to http://h.test/ (where the probe was sent)"
+    )
+    elsewhere = {**row, "headers": [["Location", "/a"]]}
+    assert home.judge(elsewhere, None, DEDUP, 3) is None
+    assert not NF.compares(row)  # the probe was answered 200: a redirect is no not-found page
+    assert not ProbeAnswer(404, None, None, at).compares(row)
+    assert home.redirect_verdict(None) is None
+    assert ProbeAnswer(302, None, None, at).redirect_verdict("http://h.test/") is None
+
+
+# --- the test web's soft-404 hosts, crawled ------------------------------------------------------
+def test_the_testwebs_soft404_hosts_are_found_out(tmp_path: Path) -> None:
+    model = WebModel.generate(1, hosts=3, ips=3)
+    with TestWeb(model, tmp_path / "web", traps=True) as web:
+        urls = []
+        for kind in ("soft404", "soft404_redirect"):
+            host = traps.TRAP_HOSTS[kind]
+            redirects = traps.SOFT404_MOVED if kind == "soft404_redirect" else {}
+            for path in (*traps.real_paths(kind), *traps.SOFT404_DEAD_LINKS, *redirects):
+                urls.append((host, urlnorm.normalize(f"http://{host}:{web.port}{path}")))
+        fetch_items = [
+            {"url": url, "url_fp": urlnorm.url_fingerprint(url), "host": host,
+             "host_bucket": 0, "task": 0, "depth": 1}
+            for host, url in urls
+        ]  # fmt: skip
+        cfg = config(web.hosts_file)
+        rows = list(run_fetch_task(fetch_items, cfg, SEGMENT, 0, None, 60))
+    pages = {(r["host"], urlsplit(r["url"]).path): r for r in rows if r["kind"] == "page"}
+    probes = {r["host"]: r for r in rows if r["kind"] == "probe"}
+    echoing, redirecting = traps.TRAP_HOSTS["soft404"], traps.TRAP_HOSTS["soft404_redirect"]
+    assert probes[echoing]["http_status"] == 200
+    assert from_probe(probes[redirecting]) == ProbeAnswer(
+        302, None, None, probes[redirecting]["fetched_at"], f"http://{redirecting}:{web.port}/"
+    )
+    for host in (echoing, redirecting):
+        for path in traps.SOFT404_DEAD_LINKS:
+            row = pages[(host, path)]
+            assert (row["outcome"], row["soft404"]) == ("soft404", True), (host, path, row["error"])
+            assert row["redirect_to"] is None and row["outlinks"] is None
+        for path in traps.real_paths("soft404"):
+            assert pages[(host, path)]["outcome"] == "success", (host, path)
+    assert pages[(echoing, "/news/6")]["error"].startswith("soft404: distance 0 (simhash")
+    moved = pages[(redirecting, "/about-us")]
+    assert (moved["outcome"], moved["soft404"]) == ("redir_perm", False)
+    assert moved["redirect_to"] == f"http://{redirecting}:{web.port}/about"

@@ -32,6 +32,7 @@ from trawl.config import DedupConfig
 from trawl.fingerprint import page_fingerprint
 from trawl.parse import parse_page
 from trawl.simhash import hamming
+from trawl.soft404 import echo_free_simhash, probe_url
 from trawl.testweb import TestWeb, WebModel, run, traps
 from trawl.testweb.traps import FARM_DOMAIN, FARM_HOSTS, FILTERS, TRAP_HOSTS, TRAP_NET
 
@@ -149,6 +150,8 @@ def test_catalogue_names_and_ground_truth() -> None:
     assert traps.SESSION_PARAMS == {"sessions": "PHPSESSID", "visits": "vt"}
     assert len(traps.real_paths("sessions")) == 10 == len(traps.real_paths("visits"))
     assert len(traps.real_paths("facets")) == 2**10 + 4  # every set once, home, three items
+    assert traps.real_paths("soft404_redirect") == traps.real_paths("soft404")
+    assert not set(traps.SOFT404_MOVED) & traps.real_paths("soft404_redirect")
     for endless in ("calendar", "echo"):
         with pytest.raises(ValueError):
             traps.real_paths(endless)
@@ -412,6 +415,44 @@ def test_soft404_pages_are_near_each_other_and_far_from_real_pages(client: Clien
     assert len(set(real)) == len(real)
 
 
+def test_soft404_pages_without_their_path_are_one_page(web: TestWeb, client: Client) -> None:
+    """What trawl.soft404 compares: the error page's text with the echo of the
+    path taken out is the same for every path (the probe's too), and no real
+    page comes near it."""
+    host, dedup = TRAP_HOSTS["soft404"], DedupConfig()
+
+    def echo_free(path: str) -> int | None:
+        status, headers, body = client.get(host, path)
+        assert status == 200
+        parsed = parse_page(body, headers["Content-Type"], list(headers.items()), "trawl")
+        return echo_free_simhash(parsed.main_text, base(web, host, path), dedup)
+
+    probe = urlsplit(probe_url(base(web, host).rstrip("/"), "seg1")).path
+    (sorry,) = {echo_free(p) for p in [probe, *random_paths(8, seed=7)]}
+    assert sorry is not None
+    real = [echo_free(p) for p in sorted(traps.real_paths("soft404"))]
+    assert min(hamming(r, sorry) for r in real if r is not None) > 3 * dedup.max_distance
+    assert None not in real
+
+
+def test_soft404_redirect_sends_missing_pages_home(client: Client) -> None:
+    host = TRAP_HOSTS["soft404_redirect"]
+    for path in [*random_paths(5, seed=8), *traps.SOFT404_DEAD_LINKS]:
+        status, headers, body = client.get(host, path)
+        assert (status, headers["Location"]) == (302, "/"), path
+        assert Page(body).links == [("/", "here")]
+    for path, target in traps.SOFT404_MOVED.items():
+        status, headers, _ = client.get(host, path)
+        assert (status, headers["Location"]) == (301, target)
+        assert target in traps.real_paths("soft404_redirect") and target != "/"
+    texts = {page(client, host, p).main for p in traps.real_paths("soft404_redirect")}
+    assert len(texts) == len(traps.real_paths("soft404_redirect"))
+    assert not texts & {page(client, TRAP_HOSTS["soft404"], p).main for p in ("/", "/about")}
+    linked = {h for h, _ in page(client, host, "/").links}
+    real = traps.real_paths("soft404_redirect")
+    assert linked == (real - {"/"}) | set(traps.SOFT404_DEAD_LINKS) | set(traps.SOFT404_MOVED)
+
+
 def test_soft404_home_links_real_and_missing_pages(client: Client) -> None:
     host = TRAP_HOSTS["soft404"]
     linked = {h for h, _ in page(client, host, "/").links}
@@ -441,4 +482,4 @@ def test_run_serves_the_traps_when_asked(tmp_path: Path) -> None:
     finally:
         stop.set()
         runner.join(5)
-    assert not runner.is_alive() and "7 crawler traps" in out.getvalue()
+    assert not runner.is_alive() and "8 crawler traps" in out.getvalue()

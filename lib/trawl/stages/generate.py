@@ -5,12 +5,14 @@ unfinished segment, not blocked or paused by policy (a host's rule or its
 registered domain's, the stricter of the two), ranked by score; then caps:
 
 - per host: what its politeness gap allows in the fetch window
-  (window / gap + 1), ``generate.max_per_host`` and the policy's page cap;
+  (window / gap + 1, less the requests before its pages: robots.txt when
+  hostdb's copy is stale, the soft-404 probe when due),
+  ``generate.max_per_host`` and the policy's page cap;
   one URL for a host whose Crawl-delay exceeds ``robots.max_crawl_delay_s``
   (the fetcher defers the rest rather than go faster than asked);
 - per address: hosts sharing an IP share its clock, so together they get
   what it allows in the window (politeness.mode both: window / min_delay;
-  byIP: window / the smallest gap of its hosts);
+  byIP: window / the smallest gap of its hosts), less their first requests;
 - per registered domain: ``generate.max_per_domain``, the domain policy's
   page cap and the domain's budget (``trawl.budgets``: pages per distinct
   other domain linking to it, from ``domainlinks``); and a global
@@ -47,6 +49,7 @@ HOST_HINTS = (
     "delay_s", "crawl_delay_s", "robots_url", "robots_status", "robots_http_status",
     "robots_body", "robots_fetched_at", "robots_unreachable_since", "next_allowed_at",
     "soft404_status", "soft404_sha256", "soft404_simhash", "soft404_probed_at",
+    "soft404_location",
 )  # fmt: skip
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 
@@ -222,6 +225,25 @@ def _rank_order() -> list[Column | str]:
     return [F.col("overdue").desc(), F.col("priority").desc(), "url_fp"]
 
 
+def first_requests(ctx: StageContext) -> Column:
+    """Requests a host's fetch task makes before its pages, each under the
+    host's gap: robots.txt unless hostdb's copy is fresh, and the soft-404
+    probe when it is due (the rules of ``trawl.fetchtask``, on generate's
+    clock)."""
+    at = F.lit(ctx.at).cast("timestamp")
+
+    def older_than(column: str, seconds: float) -> Column:
+        age = at.cast("double") - F.col(column).cast("double")
+        return F.col(column).isNull() | (age > seconds)
+
+    robots = older_than("robots_fetched_at", ctx.cfg.robots.cache_ttl_s)
+    robots = robots | F.col("robots_unreachable_since").isNotNull()
+    probe = older_than("soft404_probed_at", ctx.cfg.traps.soft404_reprobe_s)
+    if not ctx.cfg.traps.soft404_probe:
+        probe = F.lit(False)
+    return robots.cast("int") + probe.cast("int")
+
+
 def rank_due(
     crawldb: DataFrame,
     hostdb: DataFrame,
@@ -253,7 +275,9 @@ def rank_due(
         F.col("host_min_delay_s"),
         F.col("domain_min_delay_s"),
     )
-    window_cap = (F.lit(g.fetch_window_s) / F.col("gap")).cast("int") + 1
+    window_cap = F.greatest(
+        F.lit(1), (F.lit(g.fetch_window_s) / F.col("gap")).cast("int") + 1 - F.col("first")
+    )
     host_cap = F.when(crawl_delay > robots_cap, F.lit(1)).otherwise(
         F.least(F.lit(g.max_per_host), window_cap, F.col("host_max_pages"))
     )
@@ -264,7 +288,13 @@ def rank_due(
     address_gap = (
         F.min("gap").over(Window.partitionBy("group")) if p.mode == "byIP" else F.lit(p.min_delay_s)
     )
-    group_cap = (F.lit(g.fetch_window_s) / address_gap).cast("int") + 1
+    # the address's clock serves its hosts' robots.txt and probes too
+    group_first = F.sum(F.when(F.col("rank") == 1, F.col("first"))).over(
+        Window.partitionBy("group")
+    )
+    group_cap = F.greatest(
+        F.lit(1), (F.lit(g.fetch_window_s) / address_gap).cast("int") + 1 - group_first
+    )
     static_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
     if b.enabled and domainlinks is not None:
         budgets = F.broadcast(domain_budgets(domainlinks, ctx).select("domain", "budget"))
@@ -281,6 +311,7 @@ def rank_due(
         due.withColumn("priority", recrawl_priority(ctx))
         .withColumn("overdue", overdue(ctx))
         .withColumn("gap", gap)
+        .withColumn("first", first_requests(ctx))
         .withColumn("group", group)
         .withColumn("rank", rank("host"))
         .filter(F.col("rank") <= host_cap)
@@ -306,6 +337,7 @@ def _fetchlist_columns() -> list[Column | str]:
         "gap",
         "score",
         "depth",
+        "counter_run",
         F.col("status").alias("prev_status"),
         F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
         "etag",

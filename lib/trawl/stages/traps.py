@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from trawl.budgets import COUNTER_DIGITS, ORIGIN_PREFIX
 from trawl.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
 from trawl.sessionparams import param_variants
 from trawl.stages.common import StageContext, map_records
@@ -28,6 +29,20 @@ PAIR_SCHEMA = StructType(DOMAINLINKS_SCHEMA.fields[:2])
 VARIANT_SCHEMA = StructType(
     [StructField(n, StringType(), True) for n in ("host", "param", "value", "rest", "content")]
 )
+
+
+def counter_key_col(url: Column) -> Column:
+    """``trawl.budgets.counter_key`` as a Spark column (the same patterns)."""
+    origin = F.regexp_extract(url, ORIGIN_PREFIX, 0)
+    rest = F.regexp_replace(url, ORIGIN_PREFIX, "")
+    return F.concat(origin, F.regexp_replace(rest, COUNTER_DIGITS, "0"))
+
+
+def counter_run_col(source: Column, target: Column, run: Column) -> Column:
+    """The counter run of a link's target (``trawl.budgets.counter_step``):
+    its source's run plus one when the link is a step, else 0."""
+    step = (source != target) & (counter_key_col(source) == counter_key_col(target))
+    return F.when(step, F.coalesce(run, F.lit(0)) + 1).otherwise(F.lit(0))
 
 
 def one_per_url(admitted: DataFrame) -> DataFrame:

@@ -40,6 +40,7 @@ from trawl.stages.traps import (
     KEY,
     add_domain_links,
     cap_new_urls,
+    counter_run_col,
     domain_pairs,
     one_per_url,
     rejected_rows,
@@ -97,20 +98,31 @@ def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> Dat
 
 
 def discovered_links(fetch: DataFrame) -> DataFrame:
-    """(url, depth, score, source, is_sitemap, lastmod) for every followable
-    link of the segment: page outlinks without nofollow, sitemap entries (with
-    their <lastmod>), robots.txt Sitemap lines, and redirect targets. A page's
-    links share its unit of score (OPIC's cash split over outlinks, Abiteboul
-    et al.); a redirect target takes over its source's score."""
+    """(url, depth, counter_run, score, source, is_sitemap, lastmod) for every
+    followable link of the segment: page outlinks without nofollow, sitemap
+    entries (with their <lastmod>), robots.txt Sitemap lines, and redirect
+    targets. A page's links share its unit of score (OPIC's cash split over
+    outlinks, Abiteboul et al.); a redirect target takes over its source's
+    score and counter run. A URL linked many ways keeps its shortest run."""
     from_sitemap = (F.col("kind") == "robots") | F.coalesce(F.col("is_sitemap"), F.lit(False))
     links = (
         fetch.filter((F.col("outcome") == "success") & F.col("outlinks").isNotNull())
         .withColumn("n", F.size("outlinks"))
-        .select("depth", "n", from_sitemap.alias("from_sitemap"), F.explode("outlinks").alias("l"))
+        .select(
+            F.col("url").alias("src"),
+            "depth",
+            "counter_run",
+            "n",
+            from_sitemap.alias("from_sitemap"),
+            F.explode("outlinks").alias("l"),
+        )
         .filter(~F.coalesce(F.col("l.nofollow"), F.lit(False)))
         .select(
             F.col("l.url").alias("url"),
             (F.coalesce(F.col("depth"), F.lit(0)) + 1).alias("depth"),
+            F.when(F.col("from_sitemap"), F.lit(0))
+            .otherwise(counter_run_col(F.col("src"), F.col("l.url"), F.col("counter_run")))
+            .alias("counter_run"),
             (F.lit(1.0) / F.col("n")).alias("score"),
             F.when(F.col("from_sitemap"), "sitemap").otherwise("outlink").alias("source"),
             F.coalesce(F.col("l.sitemap"), F.lit(False)).alias("is_sitemap"),
@@ -120,6 +132,7 @@ def discovered_links(fetch: DataFrame) -> DataFrame:
     redirects = fetch.filter(F.col("redirect_to").isNotNull()).select(
         F.col("redirect_to").alias("url"),
         F.col("depth"),
+        F.coalesce(F.col("counter_run"), F.lit(0)).alias("counter_run"),
         F.coalesce(F.col("score"), F.lit(1.0)).alias("score"),
         F.lit("redirect").alias("source"),
         F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
@@ -130,6 +143,7 @@ def discovered_links(fetch: DataFrame) -> DataFrame:
         .groupBy("url")
         .agg(
             F.min("depth").alias("depth"),
+            F.min("counter_run").alias("counter_run"),
             F.sum("score").alias("score"),
             F.min("source").alias("source"),
             F.max("is_sitemap").alias("is_sitemap"),
@@ -141,12 +155,15 @@ def discovered_links(fetch: DataFrame) -> DataFrame:
 def admitted_links(
     links: DataFrame, ctx: StageContext, session_params: dict[str, list[str]] | None = None
 ) -> DataFrame:
-    """``admit`` over the links, with each admitted URL's path pattern; a
-    rejected one keeps its raw spelling, reason and (if it has one) host.
+    """``admit`` over the links, with each admitted URL's path pattern and
+    counter run; a rejected one keeps its raw spelling, reason and (if it has
+    one) host. A link more than ``traps.max_counter_run`` counter steps in a
+    row deep is rejected as ``trap/counter``.
     ``session_params``: host -> parameters learned as its session ids, dropped
     from its links first."""
     cfg, at, segment = ctx.cfg, ctx.at, ctx.segment
     learned = session_params or {}
+    max_run = cfg.traps.max_counter_run or None
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         flt = url_filter(cfg)
@@ -166,8 +183,14 @@ def admitted_links(
                 is_sitemap=bool(row["is_sitemap"]),
                 sitemap_lastmod=row["lastmod"],
             )
+            run = row["counter_run"] or 0
+            if record is not None and max_run is not None and run > max_run:
+                record, reason = None, "trap/counter"
             if record is not None:
-                yield {**record, "pattern": path_pattern(record["url"]), "raw": row["url"]}
+                yield {
+                    **record, "counter_run": run, "pattern": path_pattern(record["url"]),
+                    "raw": row["url"],
+                }  # fmt: skip
             else:
                 yield {
                     "rejected": reason, "raw": row["url"], "host": _host_or_none(row["url"]),

@@ -6,10 +6,11 @@ keep-alive, ``text/html; charset=utf-8``) but lay out a web that is infinite,
 or as good as, in the ways real sites are: calendars with a "next month" link
 in every month, faceted search where every click order is a new URL, session
 ids in every link, relative links that pile up path segments, a link farm over
-hundreds of subdomains, and a site that answers 200 for pages it does not
-have. A crawler survives them by URL-shape rules, per-host and per-pattern
-caps, domain budgets and soft-404 detection, not by content dedup alone: each
-trap varies its content just enough to get past the cheap checks.
+hundreds of subdomains, a site that answers 200 for pages it does not have,
+and its sibling that redirects them all to its home page. A crawler survives
+them by URL-shape rules, per-host and per-pattern caps, domain budgets and
+soft-404 detection, not by content dedup alone: each trap varies its content
+just enough to get past the cheap checks.
 ``TestWeb(..., traps=True)`` serves them next to the model's hosts.
 
 How the traps are laid out, and why:
@@ -66,6 +67,7 @@ TRAP_HOSTS: dict[str, str] = {
     "echo": "echo-trap.test",
     "linkfarm": "w0.linkfarm.test",
     "soft404": "soft404-trap.test",
+    "soft404_redirect": "soft404-redirect-trap.test",
 }
 FARM_DOMAIN = "linkfarm.test"
 FARM_HOSTS: tuple[str, ...] = tuple(f"w{i}.{FARM_DOMAIN}" for i in range(500))
@@ -86,12 +88,14 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 SESSION_PATHS = ("/", *(f"/page/{i}" for i in range(1, 10)))
 SOFT404_PATHS = ("/", "/about", *(f"/news/{i}" for i in range(1, 6)))
 SOFT404_DEAD_LINKS = ("/news/6", "/contact", "/archive/")  # linked from /, never there
+#: soft404_redirect's one real redirect (linked from /), to a page that is not home
+SOFT404_MOVED: dict[str, str] = {"/about-us": "/about"}
 SORRY = "Sorry, the page you asked for is not here"
 
 _FARM_INDEX = {name: i for i, name in enumerate(FARM_HOSTS)}
 _SITE_HOSTS = {name: kind for kind, name in TRAP_HOSTS.items() if kind != "linkfarm"}
 _KINDS = _SITE_HOSTS | dict.fromkeys(FARM_HOSTS, "linkfarm")
-#: 127.0.10.1 .. .6 one per trap site, then the farm round-robin on 127.0.10.16 .. .23
+#: 127.0.10.1 .. .7 one per trap site, then the farm round-robin on 127.0.10.16 .. .23
 _ADDRESSES = {name: str(TRAP_NET[1 + i]) for i, name in enumerate(_SITE_HOSTS)}
 _ADDRESSES |= {n: str(TRAP_NET[16 + i % FARM_ADDRESSES]) for i, n in enumerate(FARM_HOSTS)}
 _FILTER_VALUES = dict(FILTERS)
@@ -137,14 +141,16 @@ def kind_of(host: str) -> str:
 def real_paths(kind: str) -> frozenset[str]:
     """The pages of a trap host with a finite set of them, one spelling each.
 
-    sessions, visits: the paths, without the token; soft404: the pages that
-    exist; facets: home, items and each of the 2**10 filter sets spelled in
+    sessions, visits: the paths, without the token; soft404 and
+    soft404_redirect: the pages that exist (answered 200; on the latter,
+    ``SOFT404_MOVED`` redirect to one of them, any other path to ``/``);
+    facets: home, items and each of the 2**10 filter sets spelled in
     ``FILTERS`` order; linkfarm: the pages of any one farm host. calendar
     and echo have no such set (ValueError).
     """
     if kind in SESSION_PARAMS:
         return frozenset(SESSION_PATHS)
-    if kind == "soft404":
+    if kind in ("soft404", "soft404_redirect"):
         return frozenset(SOFT404_PATHS)
     if kind == "facets":
         sets = range(2 ** len(FILTERS))  # bit i: filter i is on
@@ -202,6 +208,13 @@ def _page(
     items = "".join(f'<li><a href="{html.escape(h)}">{html.escape(t)}</a></li>' for h, t in links)
     doc = _TEMPLATE.format(title=html.escape(title), text=text, links=items)
     return TrapPage(200, HTML + extra, doc.encode())
+
+
+def _redirect(status: int, location: str) -> TrapPage:
+    """A redirect to ``location`` (a path: RFC 9110 10.2.2 allows a relative
+    reference), with the short HTML body servers send along."""
+    doc = _TEMPLATE.format(title="Moved", text="", links=f'<li><a href="{location}">here</a></li>')
+    return TrapPage(status, (*HTML, ("Location", location)), doc.encode())
 
 
 def _not_found() -> TrapPage:
@@ -386,20 +399,27 @@ def _farm_site(req: _Request) -> TrapPage:
     )
 
 
-# -- soft404: a 200 for every page it does not have --------------------------------
+# -- soft404: a 200 for every page it does not have, or a redirect home -----------
+
+_PAPERS = {"soft404": "The Daily Trap", "soft404_redirect": "The Daily Detour"}
 
 
 def _soft404_site(req: _Request) -> TrapPage:
-    """Real pages have their own text; any other path gets the "not here" page:
-    long fixed boilerplate ("most read" stories, as news sites show) with the
-    path in its first paragraph, so two such pages are near-duplicates."""
+    """Real pages have their own text. Any other path gets, on soft404, the
+    "not here" page: long fixed boilerplate ("most read" stories, as news
+    sites show) with the path in its first paragraph, so two such pages are
+    near-duplicates; on soft404_redirect a 302 to ``/`` (its one real
+    redirect, ``SOFT404_MOVED``, is a 301 elsewhere)."""
+    paper = _PAPERS[req.kind]
     if req.path == "/":
-        links = [(p, p) for p in (*SOFT404_PATHS[1:], *SOFT404_DEAD_LINKS)]
-        return _page("The Daily Trap", [_prose("soft404", 4)], links)
+        moved = tuple(SOFT404_MOVED) if req.kind == "soft404_redirect" else ()
+        links = [(p, p) for p in (*SOFT404_PATHS[1:], *SOFT404_DEAD_LINKS, *moved)]
+        return _page(paper, [_prose(req.kind, 4)], links)
     if req.path in SOFT404_PATHS:
-        return _page(
-            f"The Daily Trap: {req.path}", [_prose(f"soft404 {req.path}", 8)], [("/", "home")]
-        )
+        return _page(f"{paper}: {req.path}", [_prose(f"{req.kind} {req.path}", 8)], [("/", "home")])
+    if req.kind == "soft404_redirect":
+        target = SOFT404_MOVED.get(req.path)
+        return _redirect(301, target) if target else _redirect(302, "/")
     missing = (
         f"{SORRY}. We looked for {req.path} but found nothing there; it may have moved,"
         " or the address may be mistyped."
@@ -425,4 +445,5 @@ _SITES: dict[str, Callable[[_Request], TrapPage]] = {
     "echo": _echo_site,
     "linkfarm": _farm_site,
     "soft404": _soft404_site,
+    "soft404_redirect": _soft404_site,
 }
