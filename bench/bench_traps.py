@@ -25,7 +25,10 @@ Checked, per cycle, and recorded:
   to it: ``budget.min_pages``), the rest deferred, not dropped;
 - the ordinary hosts are crawled completely (every page a perfect polite
   crawler reaches from the seeds, ``WebModel.reachable``, is fetched);
-- every URL kept out has a reason (``rejected``, counted by reason).
+- every URL kept out has a reason (``rejected``, counted by reason);
+- on the two soft-404 hosts (a 200 error page that echoes the path, and a
+  302 home for every missing path) each missing path fetched is a soft 404
+  and no real page is; the longest counter run per trap host is recorded.
 
 The process exits 1 when a check fails. One JSON line per run is appended
 to bench/results/traps.jsonl (or ``--results``).
@@ -53,9 +56,10 @@ from trawl.config import Config, load_config
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.session import build_spark
 from trawl.stages.common import StageContext
+from trawl.stats import register_views
 from trawl.tables import read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
-from trawl.testweb.traps import FARM_DOMAIN, TRAP_HOSTS, is_trap, kind_of
+from trawl.testweb.traps import FARM_DOMAIN, TRAP_HOSTS, is_trap, kind_of, real_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -148,6 +152,28 @@ def completeness(spark: Any, root: str, model: WebModel, seeds: list[str]) -> di
     return {"reachable": len(want), "fetched": len(want & got), "missing": missing[:20]}
 
 
+def soft404_facts(spark: Any, root: str) -> dict[str, dict[str, int]]:
+    """Per soft-404 trap host: the pages it has (``real_paths``) fetched as
+    pages, and the paths it does not have fetched as soft 404s or as
+    something else (a miss)."""
+    register_views(spark, root)
+    pages = spark.table("fetch")
+    out = {}
+    for kind in ("soft404", "soft404_redirect"):
+        host, real = TRAP_HOSTS[kind], real_paths(kind)
+        facts: Counter[str] = Counter()
+        for r in pages.filter((F.col("host") == host) & (F.col("kind") == "page")).collect():
+            if r["outcome"] == "not_reached":
+                continue
+            exists = urlsplit(r["url"]).path in real
+            facts["real_ok" if exists and r["outcome"] != "soft404" else
+                  "real_soft404" if exists else
+                  "missing_soft404" if r["outcome"] == "soft404" else
+                  "missing_other"] += 1  # fmt: skip
+        out[host] = dict(facts)
+    return out
+
+
 def main() -> int:
     args = parse_args()
     out = Path(tempfile.mkdtemp(prefix="trawl-traps-"))
@@ -180,10 +206,17 @@ def main() -> int:
             crawldb = read_table(spark, root, "crawldb")
             deferred = crawldb.filter("deferred_reason IS NOT NULL").count()
             farm_urls = crawldb.filter(F.col("domain") == FARM_DOMAIN).count()
+            runs = crawldb.groupBy("host").agg(F.max("counter_run").alias("run")).collect()
+            counter_runs = {r["host"]: r["run"] for r in runs if is_trap(r["host"]) and r["run"]}
+            soft404 = soft404_facts(spark, root)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     checks = verdicts(cfg, cycles)
     checks["ordinary_hosts_complete"] = complete["fetched"] == complete["reachable"] > 0
+    checks["soft404s_found"] = all(
+        f.get("missing_soft404", 0) > 0 and not f.get("missing_other") and not f.get("real_soft404")
+        for f in soft404.values()
+    )
     line = {
         "bench": "traps",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -202,6 +235,8 @@ def main() -> int:
         "rejected_by_reason": rejected,
         "deferred_urls": deferred,
         "farm_urls_known": farm_urls,
+        "max_counter_run": counter_runs,
+        "soft404": soft404,
         "checks": checks,
         "wall_s": round(time.time() - started, 1),
     }

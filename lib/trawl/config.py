@@ -65,6 +65,7 @@ class HttpConfig:
     min_transfer_rate_bps: float = 1024.0
     transfer_rate_window_s: float = 10.0
     accept_encoding: str = "gzip, deflate, br"
+    max_idle_connections: int = 1024
 
 
 @dataclass(frozen=True)
@@ -318,6 +319,8 @@ def _validate(cfg: Config) -> None:
             f"http.agent_name must be a robots.txt product token ([A-Za-z_-]+), "
             f"got {cfg.http.agent_name!r}"
         )
+    if cfg.http.max_idle_connections < 0:
+        raise ConfigError("http.max_idle_connections must not be negative (0: no keep-alive)")
     if cfg.politeness.mode not in POLITENESS_MODES:
         raise ConfigError(
             f"politeness.mode must be one of {', '.join(POLITENESS_MODES)}, "

@@ -1,16 +1,15 @@
 """One visit to one URL: robots.txt, a page or a soft-404 probe, and all that follows.
 
 A visit fetches the bytes once and does all the per-page work in the same
-task: the page is parsed for links, canonical and robots directives, the raw
-exchange goes to WARC once its outcome is known, outlinks are resolved against
-the page (and its ``<base href>``) and normalised, the body gets its sha256 and
-the main text its near-duplicate fingerprints (``trawl.fingerprint``; the
-MinHash only when ``dedup.method`` is "minhash", as it costs more). The
-result is one row of the segment's ``fetch`` table (``trawl.schemas``). A 2xx
-page whose body is its host's not-found page (the answer to the soft-404
-probe, ``trawl.soft404``) comes out as a soft 404, without outlinks, and is
-archived with the diagnostics; so does a redirect to where the host sent the
-probe (a host that redirects every missing path home), without its target.
+task: the page is parsed for links, canonical and robots directives, its
+fields of the fetch row are built (``trawl.fetchrow``: outlinks, sha256,
+near-duplicate fingerprints), and the raw exchange goes to WARC once its
+outcome is known (``trawl.fetcharchive``). The result is one row of the
+segment's ``fetch`` table (``trawl.schemas``). A 2xx page whose body is its
+host's not-found page (the answer to the soft-404 probe, ``trawl.soft404``)
+comes out as a soft 404, without outlinks, and is archived with the
+diagnostics; so does a redirect to where the host sent the probe (a host
+that redirects every missing path home), without its target.
 
 ``Fetcher`` is built from the config (``Fetcher.from_config``) and is shared
 by the worker threads of a fetch task; it holds no per-host state (that is
@@ -19,8 +18,6 @@ the scheduler's, ``trawl.politeness``).
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,27 +25,19 @@ from typing import Any
 
 from trawl import __version__, urlnorm
 from trawl.config import Config
-from trawl.fingerprint import page_fingerprint
+from trawl.fetcharchive import FetchArchive, subset_for
+from trawl.fetchrow import Row, absolute, base_row, fingerprint_fields, page_fields, response_fields
 from trawl.httpclient import FetchError, HttpClient, HttpResponse, user_agent_string
 from trawl.httpdate import parse_http_date
 from trawl.parse import ParsedPage, parse_page
 from trawl.resolver import AddressRefused, Resolver
 from trawl.robots import RobotsRules, rules_for_fetch
-from trawl.simhash import to_signed
 from trawl.sitemaps import parse_sitemap
 from trawl.soft404 import ProbeAnswer, echo_free_simhash, is_site_root
 from trawl.status import FetchOutcome, outcome_for_http
-from trawl.warc import (
-    REVISIT_IDENTICAL,
-    REVISIT_NOT_MODIFIED,
-    Stored,
-    TaskArchive,
-    WarcWriter,
-    payload_digest,
-)
+from trawl.warc import TaskArchive
 
 MAX_ROBOTS_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
-Row = dict[str, Any]
 
 
 def origin_of(url: str) -> str:
@@ -61,34 +50,10 @@ def _is_gzip(data: bytes) -> bool:
     return data[:2] == b"\x1f\x8b"
 
 
-Capture = tuple[WarcWriter, str]  # the file a capture went to, and its response's record id
-
-
 def user_agent(cfg: Config) -> str:
     """The User-Agent header the fetcher sends."""
     h = cfg.http
     return h.user_agent or user_agent_string(h.agent_name, __version__, h.contact_url or None)
-
-
-def _stored(capture: Mapping[str, Any]) -> Stored | None:
-    """The fetch list's ``stored_capture`` as a revisit's target (None if incomplete)."""
-    if not (capture.get("record_id") and capture.get("uri") and capture.get("date")):
-        return None
-    return Stored(str(capture["record_id"]), str(capture["uri"]), str(capture["date"]))
-
-
-def _capture(stored: Stored, digest: str) -> Row:
-    """A ``stored_capture`` value (schemas.CAPTURE_TYPE) for the fetch row."""
-    return {"record_id": stored.record_id, "uri": stored.target_uri, "date": stored.date,
-            "digest": digest}  # fmt: skip
-
-
-def _subset(outcome: FetchOutcome) -> str:
-    """The task's WARC file for a page fetch with this outcome (``warc.SUBSETS``):
-    pages and 304s with the pages, everything else with the diagnostics."""
-    if outcome in (FetchOutcome.SUCCESS, FetchOutcome.NOTMODIFIED):
-        return "warc"
-    return "crawldiagnostics"
 
 
 def robots_url_for(url: str) -> str:
@@ -135,8 +100,7 @@ class Fetcher:
         self.agent = cfg.http.agent_name
         self.resolver = resolver
         self.client = client
-        self.warc = warc
-        self._warc_lock = threading.Lock()
+        self.archive = FetchArchive(warc, cfg.warc)
         # A time.monotonic() reading no request may outlast (the task's deadline).
         self.not_after: float | None = None
 
@@ -153,6 +117,7 @@ class Fetcher:
             accept_encoding=h.accept_encoding,
             min_transfer_rate_bps=h.min_transfer_rate_bps,
             transfer_rate_window_s=h.transfer_rate_window_s,
+            max_idle_connections=h.max_idle_connections,
         )
         return cls(cfg, Resolver.from_config(cfg), client, warc)
 
@@ -173,7 +138,7 @@ class Fetcher:
             except FetchError as exc:
                 error = f"{exc.kind}: {exc}"
                 break
-            self._archive(target, resp, started, "robotstxt")
+            self.archive.exchange(target, resp, started, "robotstxt")
             status = resp.status
             location = resp.header("location")
             if status in (301, 302, 303, 307, 308) and location and hops < MAX_ROBOTS_REDIRECTS:
@@ -191,7 +156,7 @@ class Fetcher:
         if status is not None and 300 <= status < 400:
             hops += 1  # RFC 9309 2.3.1.2: more redirects than followed = unavailable
         rules = rules_for_fetch(status, body, self.agent, redirects_followed=hops)
-        row = self.base_row(item, "robots", url, ip, started)
+        row = base_row(item, "robots", url, ip, started)
         row.update(
             http_status=status,
             outcome=(outcome_for_http(status) if status else FetchOutcome.RETRY).value,
@@ -221,13 +186,13 @@ class Fetcher:
         page or a redirect is compared with)."""
         url = str(item["url"])
         started = datetime.now(UTC)
-        row = self.base_row(item, "page", url, ip, started)
+        row = base_row(item, "page", url, ip, started)
         row["robots_decision"] = robots
         resp = self._get(url, ip, row, started, self._conditional_headers(item))
         if resp is None:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
-        row.update(self._response_fields(resp, outcome))
+        row.update(response_fields(resp, outcome))
         page: ParsedPage | None = None
         if outcome is FetchOutcome.SUCCESS:
             before = item.get("content_sha256")
@@ -242,18 +207,18 @@ class Fetcher:
                     self.agent,
                     max_links=self.cfg.fetch.max_outlinks_per_page,
                 )
-                row.update(self._page_fields(url, page))
+                row.update(page_fields(url, page, self.cfg))
         elif outcome is FetchOutcome.NOTMODIFIED:
             row["changed"] = False  # RFC 9110 15.4.5: the stored copy is current
         elif outcome in (FetchOutcome.REDIR_PERM, FetchOutcome.REDIR_TEMP):
-            row["redirect_to"] = self._absolute(url, resp.header("location"))
+            row["redirect_to"] = absolute(url, resp.header("location"), self.cfg)
         outcome = self._soft404(row, outcome, not_found, page)
         # Archived once the outcome is known (the body is read in full by now):
         # a soft 404 goes with the 404s to crawldiagnostics, not with the pages.
-        fields, capture = self._archive(url, resp, started, _subset(outcome), item)
+        fields, capture = self.archive.exchange(url, resp, started, subset_for(outcome), item)
         row.update(fields)
         if capture is not None and outcome in (FetchOutcome.SUCCESS, FetchOutcome.NOTMODIFIED):
-            self._archive_metadata(url, started, row, capture)
+            self.archive.metadata(url, started, row, capture)
         return _answered(row, resp, outcome, started)
 
     def _soft404(
@@ -285,20 +250,20 @@ class Fetcher:
         and any redirect target are not recorded, so nothing of it reaches
         crawldb (hostdb reads the target from its Location header)."""
         started = datetime.now(UTC)
-        row = self.base_row(item, "probe", url, ip, started)
+        row = base_row(item, "probe", url, ip, started)
         resp = self._get(url, ip, row, started)
         if resp is None:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
-        row.update(self._response_fields(resp, outcome))
+        row.update(response_fields(resp, outcome))
         if outcome is FetchOutcome.SUCCESS:
             page = parse_page(resp.body, resp.header("content-type"), resp.headers, self.agent)
             row.update(
-                self._fingerprint_fields(page), title=page.title[:500] if page.title else None
+                fingerprint_fields(page, self.cfg), title=page.title[:500] if page.title else None
             )
             if page.is_html:
                 row["simhash"] = echo_free_simhash(page.main_text, url, self.cfg.dedup)
-        row.update(self._archive(url, resp, started, "crawldiagnostics")[0])
+        row.update(self.archive.exchange(url, resp, started, "crawldiagnostics")[0])
         return _answered(row, resp, outcome, started)
 
     def _get(
@@ -318,7 +283,7 @@ class Fetcher:
             row.update(
                 outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}", elapsed_s=elapsed
             )
-            self._archive_failure(url, ip, started, row)
+            self.archive.failure(url, ip, started, row)
             return None
 
     def _conditional_headers(self, item: Mapping[str, Any]) -> dict[str, str]:
@@ -334,72 +299,11 @@ class Fetcher:
             headers["If-Modified-Since"] = str(item["last_modified"])
         return headers
 
-    def _response_fields(self, resp: HttpResponse, outcome: FetchOutcome) -> Row:
-        return {
-            "outcome": outcome.value,
-            "http_status": resp.status,
-            "content_type": resp.header("content-type"),
-            "headers": [[k, v] for k, v in resp.headers],
-            "ttfb_s": resp.ttfb_s,
-            "elapsed_s": resp.elapsed_s,
-            "bytes": len(resp.raw_body),
-            "truncated": resp.truncated,
-            "etag": resp.header("etag"),
-            "last_modified": resp.header("last-modified"),
-            "content_sha256": hashlib.sha256(resp.body).hexdigest()
-            if outcome is FetchOutcome.SUCCESS
-            else None,
-        }
-
-    def _page_fields(self, url: str, page: ParsedPage) -> Row:
-        base = self._absolute(url, page.base_href) or url
-        outlinks: dict[str, Row] = {}
-        for link in page.links:
-            target = self._absolute(base, link.href)
-            if not target or target == url:
-                continue
-            nofollow = link.rel_nofollow or page.meta_nofollow
-            known = outlinks.get(target)
-            if known is None:
-                outlinks[target] = {"url": target, "anchor": link.anchor, "nofollow": nofollow}
-            elif known["nofollow"] and not nofollow:
-                # rel=nofollow is a hint per link: one followable link to the
-                # target is enough to follow it
-                known["nofollow"] = False
-        meta = [
-            name
-            for name, on in (
-                ("noindex", page.meta_noindex),
-                ("nofollow", page.meta_nofollow),
-                ("noarchive", page.meta_noarchive),
-            )
-            if on
-        ]
-        return {
-            "outlinks": list(outlinks.values()),
-            "canonical": self._absolute(base, page.canonical),
-            "robots_meta": ",".join(meta) or None,
-            "title": page.title[:500] if page.title else None,
-            **self._fingerprint_fields(page),
-        }
-
-    def _fingerprint_fields(self, page: ParsedPage) -> Row:
-        """Near-duplicate fingerprints of an HTML page's main text (none for
-        other media types); the simhash as the int64 a LongType holds."""
-        if not page.is_html:
-            return {"simhash": None, "minhash": None, "text_words": None}
-        fp = page_fingerprint(page.main_text, self.cfg.dedup)
-        return {
-            "simhash": None if fp.simhash is None else to_signed(fp.simhash),
-            "minhash": fp.minhash,
-            "text_words": fp.words,
-        }
-
     def _sitemap_links(self, urls: list[str]) -> list[Row]:
         """robots.txt ``Sitemap:`` lines as links to sitemaps (RFC 9309 2.2.4)."""
         links = []
         for raw in urls:
-            url = self._absolute(raw, raw)
+            url = absolute(raw, raw, self.cfg)
             if url:
                 links.append(
                     {
@@ -433,126 +337,4 @@ class Fetcher:
             "outlinks": outlinks,
             "title": f"sitemap ({sitemap.kind}, {len(outlinks)} entries)",
             "error": ("sitemap: " + "; ".join(problems))[:1000] if problems else None,
-        }
-
-    def _absolute(self, base: str, href: str | None) -> str | None:
-        """Resolve (RFC 3986 5.2) and normalise; None for unusable references."""
-        if not href:
-            return None
-        try:
-            norm = self.cfg.normalize
-            return urlnorm.normalize(
-                urlnorm.resolve(base, href), norm.strip_params, norm.session_params
-            )
-        except urlnorm.UrlError:
-            return None
-
-    def _archive(
-        self,
-        url: str,
-        resp: HttpResponse,
-        fetched_at: datetime,
-        subset: str,
-        item: Mapping[str, Any] | None = None,
-    ) -> tuple[Row, Capture | None]:
-        """Write the exchange to the task's ``subset`` file: a response and its
-        request, or a revisit. A 304 is a server-not-modified revisit of the
-        stored copy (``item["stored_capture"]``, the fetch list's); a 200 whose
-        payload is the stored copy's, or one this task already archived, is an
-        identical-payload-digest revisit of that record. Returns the fetch
-        row's WARC fields and the (file, record) written."""
-        if self.warc is None:
-            return {}, None
-        known = (item or {}).get("stored_capture")
-        previous = _stored(known) if known else None
-        exchange: dict[str, Any] = {
-            "url": url,
-            "ip": resp.ip,
-            "fetched_at": fetched_at,
-            "request_head": resp.request_head,
-            "status_line": f"{resp.http_version} {resp.status} {resp.reason}",
-            "response_headers": resp.headers,
-        }
-        revisits = self.cfg.warc.revisits
-        stored: Row | None = None  # the record a later revisit of this copy names
-        with self._warc_lock:
-            writer = self.warc.writer(subset)
-            if revisits and resp.status == 304:
-                ref = writer.write_revisit(
-                    **exchange, profile=REVISIT_NOT_MODIFIED, refers_to=previous
-                )
-            else:
-                digest = payload_digest(resp.raw_body)
-                earlier = None
-                if revisits and subset == "warc" and not resp.truncated:
-                    same = previous is not None and (known or {}).get("digest") == digest
-                    earlier = previous if same else self.warc.stored(digest)
-                if earlier is not None:
-                    ref = writer.write_revisit(
-                        **exchange, profile=REVISIT_IDENTICAL, digest=digest, refers_to=earlier
-                    )
-                    stored = _capture(earlier, digest)
-                else:
-                    ref = writer.write_exchange(
-                        **exchange, body=resp.raw_body, truncated=resp.truncated
-                    )
-                    if subset == "warc" and not resp.truncated:
-                        self.warc.remember(digest, ref, url, fetched_at)
-                        stored = _capture(Stored.of(ref, url, fetched_at), digest)
-        fields = {
-            "warc_file": ref.file,
-            "warc_offset": ref.offset,
-            "warc_length": ref.length,
-            "stored_capture": stored,
-        }
-        return fields, (writer, ref.record_id)
-
-    def _archive_metadata(self, url: str, fetched_at: datetime, row: Row, capture: Capture) -> None:
-        """The capture's ``metadata`` record, beside its response (same file):
-        timings, the robots decision, whether the content changed, outlinks."""
-        if not self.cfg.warc.metadata:
-            return
-        fields: list[tuple[str, str]] = [
-            ("ip", str(row.get("ip") or "")),
-            ("fetchTimeMs", str(round((row.get("elapsed_s") or 0.0) * 1000))),
-            ("ttfbMs", str(round((row.get("ttfb_s") or 0.0) * 1000))),
-            ("robots", str(row.get("robots_decision") or "")),
-        ]
-        if row.get("changed") is not None:
-            fields.append(("changed", "yes" if row["changed"] else "no"))
-        if row.get("robots_meta"):
-            fields.append(("robotsMeta", str(row["robots_meta"])))
-        fields += [("outlink", str(link["url"])) for link in row.get("outlinks") or ()]
-        writer, record_id = capture
-        with self._warc_lock:
-            writer.write_metadata(
-                url=url, fetched_at=fetched_at, fields=fields, concurrent_to=record_id
-            )
-
-    def _archive_failure(self, url: str, ip: str, fetched_at: datetime, row: Row) -> None:
-        """A fetch that got no response: a metadata record in crawldiagnostics."""
-        if self.warc is None:
-            return
-        fields = [("fetchError", str(row.get("error") or "")), ("ip", ip)]
-        with self._warc_lock:
-            self.warc.writer("crawldiagnostics").write_metadata(
-                url=url, fetched_at=fetched_at, fields=fields
-            )
-
-    def base_row(
-        self, item: Mapping[str, Any], kind: str, url: str, ip: str | None, started: datetime
-    ) -> Row:
-        return {
-            "kind": kind,
-            "url": url,
-            "url_fp": item.get("url_fp") if kind == "page" else None,
-            "host": item.get("host"),
-            "host_bucket": item.get("host_bucket"),
-            "task": item.get("task"),
-            "ip": ip,
-            "depth": item.get("depth"),
-            "counter_run": item.get("counter_run") if kind == "page" else None,
-            "score": item.get("score") if kind == "page" else None,
-            "is_sitemap": bool(item.get("is_sitemap")) if kind == "page" else None,
-            "fetched_at": started,
         }

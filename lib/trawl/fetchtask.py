@@ -9,8 +9,8 @@ scheduler. Every URL of the fetchlist comes out as exactly one ``page`` row:
 fetched, denied, deferred, blocked, or ``not_reached`` when the segment's
 time limit came first (released for the next cycle, never lost).
 
-Decisions taken on the way, each recorded in the row (``robots_decision`` or
-``error``) and counted by the fetch job:
+Decisions taken on the way (the rules: ``trawl.fetchrules``), each recorded in
+the row (``robots_decision`` or ``error``) and counted by the fetch job:
 
 - robots.txt unreachable (5xx, 429, network error): the last usable copy from
   hostdb is used if there is one (RFC 9309 2.4 allows it past 24 h in that
@@ -47,106 +47,35 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
-from trawl import __version__
 from trawl.config import Config
-from trawl.fetcher import Fetcher, Row, Visit, origin_of, user_agent
+from trawl.fetcharchive import task_archive
+from trawl.fetcher import Fetcher, Visit, origin_of, user_agent
+from trawl.fetchrow import Row, base_row
+from trawl.fetchrules import (
+    PolicySource,
+    allowed_decision,
+    cached_rules,
+    denied_decision,
+    gap_rule,
+    monotonic_at,
+    probe_due,
+    rules_when_unreachable,
+)
 from trawl.frontier import admit, url_filter
-from trawl.politeness import GapRule, HostScheduler
+from trawl.politeness import HostScheduler
 from trawl.resolver import AddressRefused
-from trawl.robots import UNREACHABLE_REASONS, RobotsRules
+from trawl.robots import RobotsRules
 from trawl.soft404 import ProbeAnswer, from_hints, from_probe, probe_url
 from trawl.status import FetchOutcome
 from trawl.urlnorm import registered_domain
-from trawl.warc import TaskArchive
 
 log = logging.getLogger(__name__)
 
 ROBOTS_ATTEMPTS = 3  # robots.txt fetches per host and task while it is unreachable
-# An operator's verdict on a host: None (no rule), or (why it must stop --
-# "" if it need not --, minimum delay). A source gives a fresh view when called.
-HostVerdict = Callable[[str, str, datetime], tuple[str, float | None] | None]
-PolicySource = Callable[[], HostVerdict]
-
-
-def gap_rule(cfg: Config) -> GapRule:
-    p = cfg.politeness
-    return GapRule(
-        p.min_delay_s, p.delay_factor, p.max_delay_s, cfg.robots.max_crawl_delay_s, p.max_backoff_s
-    )
-
-
-def stored_rules(item: Mapping[str, Any], cfg: Config) -> RobotsRules | None:
-    """The last usable robots.txt answer hostdb keeps for this origin (a parsed
-    file or an allow-all 4xx), whatever its age; None if there is none."""
-    status = item.get("robots_status")
-    if not item.get("robots_fetched_at") or not item.get("robots_url") or not status:
-        return None
-    if status in UNREACHABLE_REASONS:
-        return None
-    if origin_of(str(item["robots_url"])) != origin_of(str(item["url"])):
-        return None
-    if status == "parsed":
-        body = item.get("robots_body") or ""
-        return RobotsRules.parse(body, cfg.http.agent_name, max_bytes=cfg.robots.max_bytes)
-    return RobotsRules.allow_all(str(status))
-
-
-def cached_rules(item: Mapping[str, Any], cfg: Config, now: datetime) -> RobotsRules | None:
-    """hostdb's copy if it is younger than the cache limit (RFC 9309 2.4: no
-    longer than 24 hours) and no outage began since; else None (fetch it)."""
-    fetched_at = item.get("robots_fetched_at")
-    if not fetched_at or item.get("robots_unreachable_since"):
-        return None
-    if now - _utc(fetched_at) > timedelta(seconds=cfg.robots.cache_ttl_s):
-        return None
-    return stored_rules(item, cfg)
-
-
-def rules_when_unreachable(
-    item: Mapping[str, Any], fetched: RobotsRules, cfg: Config, now: datetime
-) -> RobotsRules:
-    """What governs a host whose robots.txt could not be fetched just now.
-
-    RFC 9309 2.3.1.4 / 2.4: keep using a cached copy if there is one; with
-    none, complete disallow -- until the outage is older than
-    ``robots.unreachable_fallback_s``, then no restrictions (as Google does
-    after 30 days).
-    """
-    stored = stored_rules(item, cfg)
-    if stored is not None:
-        return stored.relabelled(f"stale_copy_{fetched.reason}")
-    since = item.get("robots_unreachable_since")
-    if since and now - _utc(since) > timedelta(seconds=cfg.robots.unreachable_fallback_s):
-        return RobotsRules.allow_all(f"unreachable_long_{fetched.reason}")
-    return fetched
-
-
-def probe_due(known: ProbeAnswer | None, cfg: Config, now: datetime) -> bool:
-    """Should the host be probed for soft 404s in this segment? When probes
-    are on and hostdb has none, or one older than ``traps.soft404_reprobe_s``
-    (timed like robots.txt freshness, on the fetch's clock)."""
-    if not cfg.traps.soft404_probe:
-        return False
-    if known is None or known.probed_at is None:
-        return True
-    return now - _utc(known.probed_at) > timedelta(seconds=cfg.traps.soft404_reprobe_s)
-
-
-def _monotonic_at(when: datetime | None, now: datetime) -> float:
-    """The scheduler's clock reading for a wall-clock time from hostdb (the
-    host's next allowed visit, carried over from the last cycle)."""
-    if when is None:
-        return 0.0
-    return time.monotonic() + (_utc(when) - now).total_seconds()
-
-
-def _utc(when: datetime) -> datetime:
-    """Spark hands timestamps back naive (session time zone UTC): make them aware."""
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class FetchTask:
@@ -189,7 +118,7 @@ class FetchTask:
 
     def unfetched_row(self, item: Mapping[str, Any], outcome: FetchOutcome, **fields: Any) -> Row:
         """The row of a URL decided without a response (skipped, denied, ...)."""
-        row = self.fetcher.base_row(
+        row = base_row(
             item, "page", str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
         )
         row.update(outcome=outcome.value, **fields)
@@ -226,7 +155,7 @@ class FetchTask:
                 host,
                 ip,
                 host_items,
-                not_before=_monotonic_at(first.get("next_allowed_at"), now),
+                not_before=monotonic_at(first.get("next_allowed_at"), now),
                 gap_s=first.get("delay_s"),
                 crawl_delay_s=rules.crawl_delay() if rules else None,
             )
@@ -261,13 +190,13 @@ class FetchTask:
             self.stop(host, FetchOutcome.DEFERRED, "robots_unreachable", robots=True)
             return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
         if not rules.allowed(str(item["url"])):
-            return self._no_request(item, FetchOutcome.ROBOTS_DENIED, _denied(rules))
+            return self._no_request(item, FetchOutcome.ROBOTS_DENIED, denied_decision(rules))
         if host in self.probe_owed:  # before the host's first page request
             self.probe_owed.discard(host)
             probe = self.visit_probe(host, item, origin, ip, rules)
             if probe is not None:
                 return probe
-        return self.fetcher.visit_page(item, ip, _allowed(rules), self.not_found.get(host))
+        return self.fetcher.visit_page(item, ip, allowed_decision(rules), self.not_found.get(host))
 
     def plan_probe(self, host: str, hints: Mapping[str, Any], now: datetime) -> None:
         """The soft-404 answer in force for ``host`` (hostdb's, if any) and
@@ -310,7 +239,7 @@ class FetchTask:
         self, item: Mapping[str, Any], url: str, ip: str, outcome: FetchOutcome, why: str
     ) -> Row:
         """The row of a probe not sent: no request, so no answer to learn from."""
-        row = self.fetcher.base_row(item, "probe", url, ip, datetime.now(UTC))
+        row = base_row(item, "probe", url, ip, datetime.now(UTC))
         row.update(outcome=outcome.value, error=f"probe: {why}")
         return row
 
@@ -443,41 +372,6 @@ class FetchTask:
         return self.rows
 
 
-def policy_source(root: str) -> PolicySource:
-    """The operator's policy table (``trawl policy``) as a fetch task reads it:
-    each call re-reads it (cheaply when nothing changed) and returns a view."""
-    from trawl.policy import PolicyView, resolve
-
-    table = PolicyView(root)
-
-    def source() -> HostVerdict:
-        rules = table.refresh()
-
-        def verdict(host: str, domain: str, now: datetime) -> tuple[str, float | None] | None:
-            if not rules:
-                return None
-            found = resolve(rules, host, domain, now)
-            if found.stops(now):
-                what = "blocked" if found.blocked else f"paused until {found.paused_until}"
-                return f"{what} ({'; '.join(found.reasons)})", found.min_delay_s
-            if found.min_delay_s is None:
-                return None
-            return "", found.min_delay_s
-
-        return verdict
-
-    return source
-
-
-def _allowed(rules: RobotsRules) -> str:
-    """robots_decision of an allowed page: plain, or under which fallback."""
-    return "allowed" if rules.reason in ("parsed", "status_4xx") else f"allowed_{rules.reason}"
-
-
-def _denied(rules: RobotsRules) -> str:
-    return "robots_denied" if rules.reason == "parsed" else f"robots_denied_{rules.reason}"
-
-
 def run_fetch_task(
     items: Iterable[Mapping[str, Any]],
     cfg: Config,
@@ -494,20 +388,7 @@ def run_fetch_task(
     """
     writer = None
     if warc_dir:
-        writer = TaskArchive(
-            warc_dir,
-            segment,
-            task,
-            software=f"trawl/{__version__}",
-            prefix=cfg.warc.prefix,
-            max_file_bytes=cfg.warc.max_file_bytes,
-            operator=cfg.warc.operator or None,
-            extra_info={
-                "isPartOf": segment,
-                "robots": "obey",
-                "http-header-user-agent": user_agent(cfg),
-            },
-        )
+        writer = task_archive(cfg.warc, warc_dir, segment, task, user_agent(cfg))
     fetcher = Fetcher.from_config(cfg, writer)
     try:
         job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s, policy, segment)

@@ -36,7 +36,7 @@ Row = dict[str, Any]
 
 FAILURES_BEFORE_PAUSE = 10  # politeness.max_failures
 PAUSE = timedelta(days=1)  # politeness.failure_pause_s
-_OUTAGE_PREFIXES = ("stale_copy_", "unreachable_long_")  # fetchtask.rules_when_unreachable
+_OUTAGE_PREFIXES = ("stale_copy_", "unreachable_long_")  # fetchrules.rules_when_unreachable
 _FAILED = {FetchOutcome.RETRY.value}
 _NO_REQUEST = {
     FetchOutcome.ROBOTS_DENIED.value,

@@ -25,7 +25,7 @@ from trawl.stages.common import StageContext
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
 from trawl.stages.export import Selection, select_captures
-from trawl.stages.fetch import fetch, local_dir, probe_counters
+from trawl.stages.fetch import fetch, fetch_counters, local_dir
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
@@ -111,29 +111,12 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
         # records, so a re-run keeps them rather than fetch the list again.
         say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
     rows = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
-    counters: list[tuple[str, int]] = []
-    for r in rows.groupBy("kind", "outcome").count().collect():
-        counters.append((f"fetch/{r['kind']}/{r['outcome'] or 'none'}", r["count"]))
-    # Soft-404 probes are counted apart (probe_counters): they are no pages.
-    answered = rows.filter("http_status IS NOT NULL AND kind <> 'probe'")
-    for r in answered.groupBy("http_status").count().collect():
-        counters.append((f"fetch/status/{r['http_status']}", r["count"]))
-    for r in (
-        rows.filter("robots_decision IS NOT NULL").groupBy("robots_decision").count().collect()
-    ):
-        counters.append((f"robots/{r['robots_decision']}", r["count"]))
-    # Why URLs were not fetched or failed: the error's kind ("policy",
-    # "address", "timeout", "crawl_delay_over_cap", "time_limit", ...).
-    why = F.substring_index(F.col("error"), ":", 1).alias("why")
-    errors = rows.filter("error IS NOT NULL AND kind <> 'probe'")
-    for r in errors.groupBy("outcome", why).count().collect():
-        counters.append((f"fetch/why/{r['outcome']}/{r['why']}", r["count"]))
-    counters += probe_counters(rows)
-    internal = rows.filter(F.col("error").startswith("internal:"))
-    first = internal.select("url", "error").first()
-    if first is not None:
+    counters, internal = fetch_counters(rows)
+    if internal:
+        first = rows.filter(F.col("error").startswith("internal:")).select("url", "error").first()
+        assert first is not None
         say(
-            f"{internal.count()} fetches of segment {ctx.segment} failed with an internal "
+            f"{internal} fetches of segment {ctx.segment} failed with an internal "
             f"error (a trawl bug; they are retried next cycle), e.g. {first['url']}: "
             f"{first['error']}"
         )

@@ -40,7 +40,7 @@ Two kinds of not-found answer need more than that:
 
 This module is the pure part: the probe's path, what a probe (or hostdb's
 memory of one) says, and the comparison. The fetch task decides when to probe
-(``trawl.fetchtask``), the fetcher compares (``trawl.fetcher``), hostdb keeps
+(``trawl.fetchrules.probe_due``), the fetcher compares (``trawl.fetcher``), hostdb keeps
 the answer (``trawl.hoststate``).
 """
 

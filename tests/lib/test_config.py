@@ -214,6 +214,8 @@ def test_spark_conf_from_file_and_set_merge(tmp_path: Path) -> None:
         ("fetch.policy_refresh_s=61", "fetch.policy_refresh_s must be in"),
         ("fetch.policy_refresh_s=0", "fetch.policy_refresh_s must be in"),
         ("fetch.follow_redirects=-1", "fetch.follow_redirects must not be negative"),
+        ("http.max_idle_connections=-1", "http.max_idle_connections must not be negative"),
+        ("traps.max_counter_run=-1", "max_counter_run must not be negative"),
         ("fetch.allow_networks=[1, 2]", "fetch.allow_networks must be tuple"),
         ("fetch.allow_networks=127.0.0.0/8", "fetch.allow_networks must be tuple"),
         ("spark.conf=3", "spark.conf must be dict"),

@@ -4,16 +4,16 @@ nofollow per link (a target is followed if any link to it may be followed)."""
 from __future__ import annotations
 
 from trawl.config import load_config
-from trawl.fetcher import Fetcher
+from trawl.fetchrow import page_fields
 from trawl.parse import parse_page
 
 BASE = "http://a.test/dir/page.html"
 
 
 def outlinks(html: str) -> dict[str, bool]:
-    fetcher = Fetcher(load_config(None, [], environ={}), None, None, None)  # type: ignore[arg-type]
+    cfg = load_config(None, [], environ={})
     page = parse_page(html.encode(), "text/html", [], "trawl")
-    return {o["url"]: o["nofollow"] for o in fetcher._page_fields(BASE, page)["outlinks"]}
+    return {o["url"]: o["nofollow"] for o in page_fields(BASE, page, cfg)["outlinks"]}
 
 
 def test_one_followable_link_makes_the_target_followable_in_either_order() -> None:

@@ -23,7 +23,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from trawl import urlnorm
 from trawl.config import Config, load_config
-from trawl.fetchtask import ROBOTS_ATTEMPTS, policy_source, run_fetch_task
+from trawl.fetchrules import policy_source
+from trawl.fetchtask import ROBOTS_ATTEMPTS, run_fetch_task
 from trawl.soft404 import PROBE_SUFFIX
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps

@@ -33,7 +33,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from trawl import urlnorm
 from trawl.config import Config, load_config
-from trawl.fetchtask import probe_due, run_fetch_task
+from trawl.fetchrules import probe_due
+from trawl.fetchtask import run_fetch_task
 from trawl.fingerprint import page_fingerprint, words
 from trawl.hoststate import merge_host
 from trawl.parse import parse_page

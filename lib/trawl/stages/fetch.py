@@ -5,12 +5,13 @@ host group; the RDD is partitioned by exactly that number (an identity
 partitioner), so one task owns all politeness state of its hosts and no two
 tasks ever talk to one host. Each partition runs ``trawl.fetchtask`` and
 writes its own WARC file under ``segments/<id>/warc/``. The segment's
-counters of soft-404 probes and soft 404s are made here too (``probe_counters``).
+counters are made here too, in one pass (``fetch_counters``).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -19,7 +20,8 @@ from pyspark.sql import functions as F
 
 from trawl import soft404
 from trawl.config import Config
-from trawl.fetchtask import policy_source, run_fetch_task
+from trawl.fetchrules import policy_source
+from trawl.fetchtask import run_fetch_task
 from trawl.schemas import FETCH_SCHEMA
 from trawl.stages.common import StageContext
 from trawl.tables import read_segment_table, segment_path
@@ -71,13 +73,46 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root)
 
 
-def probe_counters(rows: DataFrame) -> list[tuple[str, int]]:
-    """Counters of the segment's soft-404 probes and of the pages found to be
-    soft 404s (``trawl.soft404.probe_counters`` names them). A probe is never
-    a page: the run's page counters (``fetch/page/...``, ``fetch/status/...``)
-    leave probe rows out."""
-    probes = rows.filter(F.col("kind") == "probe").groupBy("http_status", "error").count()
-    groups = [(r["http_status"], r["error"], int(r["count"])) for r in probes.collect()]
-    # Segments fetched before soft-404 detection have no such column.
-    pages = rows.filter(F.col("soft404")).count() if "soft404" in rows.columns else 0
-    return soft404.probe_counters(groups, pages)
+def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
+    """(the fetch job's counters, rows failed with an internal error), from
+    ONE grouped pass over the segment's fetch rows (each Spark job costs more
+    than the counting):
+
+    - ``fetch/<kind>/<outcome>``: every row;
+    - ``fetch/status/<code>``: answered requests, probes left out;
+    - ``robots/<decision>``: the robots.txt decision of each URL;
+    - ``fetch/why/<outcome>/<why>``: why URLs were not fetched or failed (the
+      error's kind: "policy", "address", "timeout", "time_limit", ...);
+    - the soft-404 probes' and soft 404s' (``trawl.soft404.probe_counters``).
+      A probe is never a page: page and status counters leave it out.
+    """
+    probe = F.col("kind") == "probe"
+    error = F.col("error")
+    grouped = rows.groupBy(
+        "kind",
+        "outcome",
+        "http_status",
+        "robots_decision",
+        F.when(~probe, F.substring_index(error, ":", 1)).alias("why"),
+        F.when(probe, error).alias("probe_error"),
+        F.coalesce(F.col("soft404"), F.lit(False)).alias("soft404"),
+        F.coalesce(error.startswith("internal:"), F.lit(False)).alias("internal"),
+    ).count()
+    counts: Counter[str] = Counter()
+    probes: list[tuple[int | None, str | None, int]] = []
+    soft404_pages = internal = 0
+    for r in grouped.collect():
+        n = int(r["count"])
+        counts[f"fetch/{r['kind']}/{r['outcome'] or 'none'}"] += n
+        if r["kind"] == "probe":
+            probes.append((r["http_status"], r["probe_error"], n))
+        else:
+            if r["http_status"] is not None:
+                counts[f"fetch/status/{r['http_status']}"] += n
+            if r["why"] is not None:
+                counts[f"fetch/why/{r['outcome']}/{r['why']}"] += n
+        if r["robots_decision"] is not None:
+            counts[f"robots/{r['robots_decision']}"] += n
+        soft404_pages += n if r["soft404"] else 0
+        internal += n if r["internal"] else 0
+    return [*counts.items(), *soft404.probe_counters(probes, soft404_pages)], internal

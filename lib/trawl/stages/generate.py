@@ -228,7 +228,7 @@ def _rank_order() -> list[Column | str]:
 def first_requests(ctx: StageContext) -> Column:
     """Requests a host's fetch task makes before its pages, each under the
     host's gap: robots.txt unless hostdb's copy is fresh, and the soft-404
-    probe when it is due (the rules of ``trawl.fetchtask``, on generate's
+    probe when it is due (the rules of ``trawl.fetchrules``, on generate's
     clock)."""
     at = F.lit(ctx.at).cast("timestamp")
 
