@@ -59,7 +59,14 @@ from trawl.stages.common import StageContext
 from trawl.stats import register_views
 from trawl.tables import read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
-from trawl.testweb.traps import FARM_DOMAIN, TRAP_HOSTS, is_trap, kind_of, real_paths
+from trawl.testweb.traps import (
+    FARM_DOMAIN,
+    SOFT404_MOVED,
+    TRAP_HOSTS,
+    is_trap,
+    kind_of,
+    real_paths,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -153,7 +160,8 @@ def completeness(spark: Any, root: str, model: WebModel, seeds: list[str]) -> di
 
 
 def soft404_facts(spark: Any, root: str) -> dict[str, dict[str, int]]:
-    """Per soft-404 trap host: the pages it has (``real_paths``) fetched as
+    """Per soft-404 trap host: the pages it has (``real_paths``, and on the
+    redirecting host its one real redirect, ``SOFT404_MOVED``) fetched as
     pages, and the paths it does not have fetched as soft 404s or as
     something else (a miss)."""
     register_views(spark, root)
@@ -161,6 +169,8 @@ def soft404_facts(spark: Any, root: str) -> dict[str, dict[str, int]]:
     out = {}
     for kind in ("soft404", "soft404_redirect"):
         host, real = TRAP_HOSTS[kind], real_paths(kind)
+        if kind == "soft404_redirect":
+            real = real | frozenset(SOFT404_MOVED)
         facts: Counter[str] = Counter()
         for r in pages.filter((F.col("host") == host) & (F.col("kind") == "page")).collect():
             if r["outcome"] == "not_reached":

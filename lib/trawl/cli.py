@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
 DEFAULT_CRAWL = "crawl"
 # The commands that change the crawl hold its lease; EX_TEMPFAIL when it is taken.
-WRITING_COMMANDS = ("inject", "generate", "fetch", "updatedb", "dedup", "events", "cycle")
+WRITING_COMMANDS = (
+    "inject", "generate", "fetch", "updatedb", "dedup", "events", "cycle", "compact",
+)  # fmt: skip
 EXIT_IN_USE = 75
 
 
@@ -92,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--step", type=float, default=3600.0, help="logical seconds between cycles (default 3600)"
     )
     p.add_argument("--time-limit", type=float, help="fetch time limit per cycle, seconds")
+    p = sub.add_parser(
+        "compact", help="fold the small files MERGEs leave into larger ones (Delta OPTIMIZE)"
+    )
+    _common(p)
+    p.add_argument("tables", nargs="*", help="crawldb, hostdb, ... (default: every table)")
     p = sub.add_parser("stats", help="crawldb statistics (readdb -stats and more)")
     _common(p)
     p = sub.add_parser("sql", help="run SQL over the crawl tables")
@@ -279,6 +286,14 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         return _query(spark, root, args)
     if args.command in ("warc", "export"):
         return _archive_command(spark, cfg, root, args)
+    if args.command == "compact":
+        from trawl.runner import run_compact, segment_id
+        from trawl.stages.common import StageContext
+
+        now = datetime.now(UTC)
+        rows = run_compact(StageContext(spark, cfg, root, segment_id(now), now), args.tables)
+        emit(rows, args.json, "compact")
+        return 0
     from trawl.runner import (
         run_dedup,
         run_events,

@@ -30,6 +30,8 @@ from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
 from trawl.tables import (
+    TABLES,
+    compact,
     ensure_all,
     list_segments,
     read_segment_table,
@@ -252,6 +254,20 @@ def run_events(ctx: StageContext) -> dict[str, Any]:
     counters = [(f"events/{name}", n) for name, n in sorted(counts.items())]
     write_counters(ctx.spark, ctx.root, ctx.segment, "events", counters)
     return {"segment": ctx.segment, **dict(counters)}
+
+
+def run_compact(ctx: StageContext, names: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """OPTIMIZE the named tables (default: all of them), one row each."""
+    unknown = sorted(set(names) - set(TABLES))
+    if unknown:
+        raise ValueError(f"compact: no table {', '.join(unknown)} (tables: {', '.join(TABLES)})")
+    ensure_all(ctx.spark, ctx.root)
+    rows = []
+    for name in names or TABLES:
+        started = time.monotonic()
+        rows.append({"table": name, **compact(ctx.spark, ctx.root, name),
+                     "seconds": round(time.monotonic() - started, 1)})  # fmt: skip
+    return rows
 
 
 def run_cycles(

@@ -46,8 +46,19 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     "domainlinks": (DOMAINLINKS_SCHEMA, ()),
     "hostparams": (HOSTPARAMS_SCHEMA, ()),
 }
-# Table properties set when a table is created.
+# crawldb and hostdb take a MERGE every job that touches a small share of
+# their rows: with deletion vectors a MERGE marks the replaced rows in a
+# small side file and writes only the changed rows, instead of rewriting
+# every file it touches (which with one file per host bucket is the whole
+# table, Nutch's rewrite of its CrawlDb each cycle). Not auto compaction:
+# Delta's runs after MERGEs that leave deletion vectors and rewrites the
+# whole bucket, which is the rewrite this avoids.
+MERGED = {"delta.enableDeletionVectors": "true"}
+# Table properties: set when a table is created, and added to a table an
+# older trawl created the first time a job opens it.
 TABLE_PROPERTIES: dict[str, dict[str, str]] = {
+    "crawldb": MERGED,
+    "hostdb": MERGED,
     "events": {"delta.enableChangeDataFeed": "true"},  # consumers read increments
 }
 SEGMENT_TABLES: dict[str, StructType] = {
@@ -80,6 +91,7 @@ def ensure_table(spark: SparkSession, root: str, name: str) -> str:
         return path
     if DeltaTable.isDeltaTable(spark, path):
         _add_missing_columns(spark, path, schema)
+        _add_missing_properties(spark, path, TABLE_PROPERTIES.get(name, {}))
     else:
         builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
         if partitions:
@@ -99,6 +111,16 @@ def _add_missing_columns(spark: SparkSession, path: str, schema: StructType) -> 
     if missing:
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
         spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
+
+
+def _add_missing_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
+    if not wanted:
+        return
+    have = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"] or {}
+    missing = {k: v for k, v in wanted.items() if have.get(k) != v}
+    if missing:
+        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(missing.items()))
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
 
 
 def ensure_all(spark: SparkSession, root: str) -> None:
@@ -186,3 +208,23 @@ def check_segment_id(segment: str) -> str:
     if not SEGMENT_ID.match(segment):
         raise ValueError(f"bad segment id {segment!r}: use letters, digits, '_', '-', '.'")
     return segment
+
+
+def compact(spark: SparkSession, root: str, name: str) -> dict[str, int]:
+    """OPTIMIZE one table (bin-packing per partition): the small files that
+    MERGEs and per-segment writes leave are folded into larger ones, and a
+    file rewritten drops its deletion vector (the rows it marked are gone
+    for good). Readers see the same rows; ``VACUUM`` later frees the old
+    files once no reader needs that version. Returns the files and bytes
+    removed and added."""
+    metrics = delta_table(spark, root, name).optimize().executeCompaction().collect()[0]["metrics"]
+    m = metrics.asDict(recursive=True)
+    return {
+        "files_removed": int(m.get("numFilesRemoved") or 0),
+        "files_added": int(m.get("numFilesAdded") or 0),
+        "bytes_removed": int((m.get("filesRemoved") or {}).get("totalSize") or 0),
+        "bytes_added": int((m.get("filesAdded") or {}).get("totalSize") or 0),
+        "deletion_vectors_removed": int(
+            (m.get("deletionVectorStats") or {}).get("numDeletionVectorsRemoved") or 0
+        ),
+    }

@@ -51,6 +51,14 @@ HOST_HINTS = (
     "soft404_status", "soft404_sha256", "soft404_simhash", "soft404_probed_at",
     "soft404_location",
 )  # fmt: skip
+# What a due URL carries through the ranking windows: the fetch list's own
+# columns, the ranking keys and the caps (``rank_due``).
+RANKED_COLUMNS = (
+    "url", "url_fp", "host", "host_bucket", "domain", "host_ip", "group", "gap", "first",
+    "score", "depth", "counter_run", "status", "is_sitemap", "etag", "last_modified",
+    "content_sha256", "stored_capture", "deferrals", "priority", "overdue", "host_cap",
+    "static_domain_cap", "budget",
+)  # fmt: skip
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 
 
@@ -188,16 +196,14 @@ def select_fetchlist(
     domainlinks: DataFrame | None = None,
 ) -> DataFrame:
     """The segment's fetch list, without the task column (see ``assign``)."""
-    return choose(rank_due(crawldb, hostdb, policy, ctx, domainlinks), ctx)
+    return with_host_hints(choose(rank_due(crawldb, hostdb, policy, ctx, domainlinks), ctx), hostdb)
 
 
 def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     """The fetch list from ``rank_due``'s frame: within every domain cap, the
     best ``generate.top_n`` of all."""
     chosen = ranked.filter(F.col("rank") <= F.col("domain_cap"))
-    return (
-        chosen.orderBy(*_rank_order()).limit(ctx.cfg.generate.top_n).select(*_fetchlist_columns())
-    )
+    return chosen.orderBy(*_rank_order()).limit(ctx.cfg.generate.top_n).select(*_chosen_columns())
 
 
 def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
@@ -256,7 +262,10 @@ def rank_due(
     and ``budget``, ``static_domain_cap`` (configured and policy caps)."""
     g, p, b = ctx.cfg.generate, ctx.cfg.politeness, ctx.cfg.budget
     at = F.lit(ctx.at).cast("timestamp")
-    hosts = hostdb.select("host", F.col("ip").alias("host_ip"), "backoff_until", *HOST_HINTS)
+    hosts = hostdb.select(
+        "host", F.col("ip").alias("host_ip"), "backoff_until", "delay_s", "crawl_delay_s",
+        "robots_fetched_at", "robots_unreachable_since", "soft404_probed_at",
+    )  # fmt: skip
     due = (
         with_addresses(due_urls(crawldb, ctx).join(hosts, "host", "left"), ctx)
         .join(F.broadcast(effective_policy(policy, ctx, "host")), "host", "left")
@@ -307,25 +316,42 @@ def rank_due(
     def rank(by: str) -> Column:
         return F.row_number().over(Window.partitionBy(by).orderBy(*_rank_order()))
 
-    ranked = (
+    # Ranked on narrow rows: the windows shuffle, and the result is cached, so
+    # hostdb's hints (robots.txt bodies) join the chosen rows only, in
+    # ``with_host_hints``. The literal bounds beside the per-row caps let
+    # Spark keep only the top rows of each partition before its shuffle.
+    narrow = (
         due.withColumn("priority", recrawl_priority(ctx))
         .withColumn("overdue", overdue(ctx))
         .withColumn("gap", gap)
         .withColumn("first", first_requests(ctx))
         .withColumn("group", group)
-        .withColumn("rank", rank("host"))
-        .filter(F.col("rank") <= host_cap)
-        .withColumn("group_cap", group_cap)
-        .withColumn("rank", rank("group"))
-        .filter(F.col("rank") <= F.col("group_cap"))
-        .withColumn("rank", rank("domain"))
+        .withColumn("host_cap", host_cap)
         .withColumn("static_domain_cap", static_cap)
+        .select(*RANKED_COLUMNS)
+    )
+    by_host = narrow.withColumn("rank", rank("host")).filter(
+        (F.col("rank") <= F.lit(g.max_per_host)) & (F.col("rank") <= F.col("host_cap"))
+    )
+    by_group = by_host.withColumn("group_cap", group_cap).withColumn("rank", rank("group"))
+    within_group = F.col("rank") <= F.col("group_cap")
+    if p.mode != "byIP" and p.min_delay_s > 0:
+        address_bound = int(g.fetch_window_s / p.min_delay_s) + 1
+        within_group = within_group & (F.col("rank") <= F.lit(address_bound))
+    return (
+        by_group.filter(within_group)
+        .withColumn("rank", rank("domain"))
         .withColumn("domain_cap", F.least(F.col("static_domain_cap"), F.col("budget")))
     )
-    return ranked
 
 
-def _fetchlist_columns() -> list[Column | str]:
+def with_host_hints(chosen: DataFrame, hostdb: DataFrame) -> DataFrame:
+    """The fetch-list rows: the chosen URLs with their host's ``HOST_HINTS``."""
+    hints = hostdb.select("host", *HOST_HINTS)
+    return chosen.join(hints, "host", "left").select(*chosen.columns, *HOST_HINTS)
+
+
+def _chosen_columns() -> list[Column | str]:
     return [
         "url",
         "url_fp",
@@ -344,7 +370,6 @@ def _fetchlist_columns() -> list[Column | str]:
         "last_modified",
         "content_sha256",
         "stored_capture",
-        *HOST_HINTS,
     ]
 
 
@@ -419,13 +444,14 @@ class Generated:
 
 def generate(ctx: StageContext) -> Generated:
     spark, root = ctx.spark, ctx.root
+    hostdb = read_table(spark, root, "hostdb")
     ranked = rank_due(
         read_table(spark, root, "crawldb"),
-        read_table(spark, root, "hostdb"),
+        hostdb,
         read_table(spark, root, "policy"),
         ctx,
         read_table(spark, root, "domainlinks"),
     ).cache()
-    chosen = choose(ranked, ctx).cache()
+    chosen = with_host_hints(choose(ranked, ctx), hostdb).cache()
     deferred = over_budget(ranked, ctx).cache()
     return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred])

@@ -279,9 +279,12 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     for row in written.groupBy("reason").count().collect():
         report.rejected[row["reason"]] = row["count"]
     new = new.select(*CRAWLDB_COLS).withColumn("_op", F.lit("insert"))
-    known = touched.withColumn("_op", F.lit("update"))
+    # The segment touches a small share of crawldb's rows: those are picked
+    # out by broadcast keys before the wide joins, which then shuffle only
+    # them rather than every row of the touched buckets.
+    known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
     changes = (
-        updated_rows(known.unionByName(new), pages, ctx)
+        updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
         .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
         .unionByName(sitemap_hints(admitted.select(*CRAWLDB_COLS), touched, pages))
         .cache()
@@ -313,7 +316,8 @@ def sitemap_hints(admitted: DataFrame, crawldb: DataFrame, pages: DataFrame) -> 
     lastmod after the last visit as a change seen."""
     key = ["host_bucket", "url_fp", "url"]
     hinted = admitted.filter(F.col("sitemap_lastmod").isNotNull()).select(*key, "sitemap_lastmod")
-    known = crawldb.drop("sitemap_lastmod").join(hinted, key)
+    candidates = crawldb.join(F.broadcast(hinted.select(*key)), key, "left_semi")
+    known = candidates.drop("sitemap_lastmod").join(hinted, key)
     return (
         known.join(pages.select(*key), key, "left_anti")
         .select(*CRAWLDB_COLS)

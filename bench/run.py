@@ -1,0 +1,201 @@
+"""Run the benchmarks, then write their summary table into README.md.
+
+    .venv/bin/python bench/run.py                  # every benchmark, one after another
+    .venv/bin/python bench/run.py --only scale fetch
+    .venv/bin/python bench/run.py --table-only     # rewrite the table from bench/results/
+
+Each benchmark is its own script (see its docstring) and appends one JSON
+line with the machine's facts (cores, memory, load, versions) to
+``bench/results/<name>.jsonl``; this runner starts them in turn, each in a
+fresh process with the default full-size arguments below, and stops at the
+first that fails unless ``--keep-going``. The table between the
+``bench:begin`` and ``bench:end`` markers of README.md is then rebuilt from
+the newest full (non-smoke) line of each file, so a row always names the
+commit and date it was measured at. Full runs take long on 2 cores (scale
+alone is about an hour); run them on a quiet machine: several of the
+figures are throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+README = ROOT / "README.md"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+# name -> the script's arguments for the full run, in the order they run
+BENCHES: dict[str, list[str]] = {
+    "fetch": ["bench/bench_fetch.py"],
+    "politeness": ["bench/bench_politeness.py"],
+    "scale": ["bench/bench_scale.py"],
+    "traps": ["bench/bench_traps.py"],
+    "dedup_join": ["bench/bench_dedup_join.py"],
+    "dedup_quality": ["bench/bench_dedup_quality.py", "--distances", "2", "3", "4"],
+    "freshness": ["bench/bench_freshness.py"],
+}
+
+
+def newest(name: str) -> dict[str, Any] | None:
+    """The newest full-run summary line of a results file (smoke runs and
+    per-size detail lines are skipped)."""
+    path = RESULTS / f"{name}.jsonl"
+    if not path.exists():
+        return None
+    for line in reversed(path.read_text().splitlines()):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row.get("smoke") or row.get("kind", "summary") != "summary":
+            continue
+        return row
+    return None
+
+
+def _n(x: float | int | None, digits: int = 0) -> str:
+    if x is None:
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def fetch_row(r: dict[str, Any]) -> str:
+    c = r["crawlers"]
+    stage, scrapy, e2e = c["trawl_fetch_stage"], c["scrapy"], c["trawl_end_to_end"]
+    ratio = stage["pages_per_s"] / scrapy["pages_per_s"] if scrapy["pages_per_s"] else None
+    return (
+        f"{r['web']['hosts']:,} hosts, {stage['pages']:,} pages: fetch stage "
+        f"{_n(stage['pages_per_s'], 1)} pages/s ({_n(stage['cpu_s_per_1000_pages'], 1)} CPU-s "
+        f"per 1,000), Scrapy {_n(scrapy['pages_per_s'], 1)} pages/s "
+        f"({_n(scrapy['cpu_s_per_1000_pages'], 1)}); ratio {_n(ratio, 2)}; end to end "
+        f"{_n(e2e['wall_s'])} s vs Scrapy {_n(scrapy['wall_s'])} s"
+    )
+
+
+def politeness_row(r: dict[str, Any]) -> str:
+    a = r["audit"]
+    return (
+        f"{a['requests']:,} requests to {a['hosts']} hosts: {a['hosts_with_overlap']} host "
+        f"overlaps, {a['gaps_below_min']} gaps under the minimum; efficiency "
+        f"{_n(r['efficiency'], 3)}"
+    )
+
+
+def scale_row(r: dict[str, Any]) -> str:
+    parts = []
+    for s in r["sizes"]:
+        written = sum(m.get("numTargetBytesAdded", 0) for m in s["updatedb"]["merges"])
+        share = written / max(1, s["updatedb"]["crawldb_before"]["bytes"])
+        parts.append(
+            f"{s['urls'] / 1e6:g}M URLs: generate {_n(s['generate']['s'])} s + updatedb "
+            f"{_n(s['updatedb']['s'])} s, peak {_n(s['updatedb']['peak_mb'] / 1024, 1)} GB, "
+            f"updatedb wrote {share:.1%} of crawldb"
+        )
+    g = r["growth"]
+    return "; ".join(parts) + f"; growth exponent (cycle) {g.get('cycle_s')}"
+
+
+def traps_row(r: dict[str, Any]) -> str:
+    checks = r["checks"]
+    failed = [k for k, ok in checks.items() if not ok]
+    o = r["ordinary"]
+    verdict = "all checks pass" if not failed else "failed: " + ", ".join(failed)
+    return (
+        f"{len(r['cycles'])} cycles: ordinary hosts {o['fetched']} of {o['reachable']} "
+        f"pages; {r['deferred_urls']:,} URLs deferred; {verdict}"
+    )
+
+
+def dedup_join_row(r: dict[str, Any]) -> str:
+    pairs = ", ".join(
+        f"{n / 1e6:g}M pages {_n(s)} s" for n, s in zip(r["sizes"], r["total_s"], strict=True)
+    )
+    return f"{pairs}; growth exponent {r['growth_exponent']}"
+
+
+def dedup_quality_row(r: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k}: precision {p:.2f}, recall {q:.2f}" for k, (p, q) in r["precision_recall"].items()
+    )
+
+
+def freshness_row(r: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k} {v['freshness']:.3f}" for k, v in r["policies"].items() if "freshness" in v
+    ) + (f" (mean freshness, budget {r['budget_per_cycle']} pages a cycle)")
+
+
+ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "fetch": fetch_row,
+    "politeness": politeness_row,
+    "scale": scale_row,
+    "traps": traps_row,
+    "dedup_join": dedup_join_row,
+    "dedup_quality": dedup_quality_row,
+    "freshness": freshness_row,
+}
+
+
+def table() -> str:
+    lines = [
+        "| benchmark | measured | commit | load (1 min) | result |",
+        "|---|---|---|---|---|",
+    ]
+    for name in BENCHES:
+        row = newest(name)
+        if row is None:
+            lines.append(f"| {name} | – | – | – | no full run recorded yet |")
+            continue
+        try:
+            result = ROWS[name](row)
+        except (KeyError, TypeError, ZeroDivisionError) as exc:
+            result = f"result line not understood ({type(exc).__name__}: {exc})"
+        load = (row.get("machine") or {}).get("load_avg_1m")
+        lines.append(
+            f"| `{' '.join(BENCHES[name])}` | {row['date'][:10]} | "
+            f"{(row.get('commit') or '–')[:8]} | {_n(load, 1)} | {result} |"
+        )
+    return "\n".join(lines)
+
+
+def write_table(readme: Path = README) -> None:
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{readme}: the {BEGIN} ... {END} markers are missing")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--only", nargs="+", choices=list(BENCHES), help="run these only")
+    ap.add_argument("--table-only", action="store_true", help="run nothing; rewrite the table")
+    ap.add_argument("--keep-going", action="store_true", help="run the rest after a failure")
+    args = ap.parse_args()
+    failed = []
+    if not args.table_only:
+        for name in args.only or list(BENCHES):
+            started = time.time()
+            print(f"bench/run.py: {name} ...", flush=True)
+            code = subprocess.call([sys.executable, *BENCHES[name]], cwd=ROOT)
+            print(f"bench/run.py: {name} exit {code} in {time.time() - started:.0f} s", flush=True)
+            if code:
+                failed.append(name)
+                if not args.keep_going:
+                    break
+    write_table()
+    if failed:
+        print(f"bench/run.py: failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
