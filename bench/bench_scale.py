@@ -103,8 +103,8 @@ def parse_args() -> argparse.Namespace:
         "--no-deletion-vectors",
         dest="deletion_vectors",
         action="store_false",
-        help="turn delta.enableDeletionVectors off on crawldb and hostdb after synthesis "
-        "(MERGEs then rewrite the files they touch, as before trawl turned them on)",
+        help="never turn deletion vectors on (crawl.deletion_vectors_min_mb = -1): MERGEs "
+        "then rewrite every file they touch",
     )
     ap.add_argument("--event-log", type=Path, help="write Spark's event log here, and read it")
     ap.add_argument("--set", action="append", default=[], dest="overrides")
@@ -115,6 +115,8 @@ def parse_args() -> argparse.Namespace:
 
 def config(args: argparse.Namespace) -> Config:
     extra = [f"spark.conf.spark.driver.memory={args.driver_memory}"]
+    if not args.deletion_vectors:
+        extra.append("crawl.deletion_vectors_min_mb=-1")
     if args.event_log:
         args.event_log.mkdir(parents=True, exist_ok=True)
         extra += [
@@ -726,12 +728,6 @@ def run_size(
     )
     if synth["sample_mismatches"]:
         raise SystemExit(f"{synth['sample_mismatches']} sampled rows differ from trawl.urlnorm")
-    if not args.deletion_vectors:
-        for name in ("crawldb", "hostdb"):
-            spark.sql(
-                f"ALTER TABLE delta.`{table_path(root, name)}` "
-                "SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')"
-            )
     out: dict[str, Any] = {"urls": n, "synthesise_s": synth_s, "synthesise_peak_mb": synth_mb}
     out["crawldb"] = synth
     gen_ctx = StageContext(spark, cfg, root, segment_id(T0), T0)

@@ -150,8 +150,9 @@ def table() -> str:
     ]
     for name in BENCHES:
         row = newest(name)
+        command = f"`{' '.join(BENCHES[name])}`"
         if row is None:
-            lines.append(f"| {name} | – | – | – | no full run recorded yet |")
+            lines.append(f"| {command} | – | – | – | no full run recorded yet |")
             continue
         try:
             result = ROWS[name](row)
@@ -159,7 +160,7 @@ def table() -> str:
             result = f"result line not understood ({type(exc).__name__}: {exc})"
         load = (row.get("machine") or {}).get("load_avg_1m")
         lines.append(
-            f"| `{' '.join(BENCHES[name])}` | {row['date'][:10]} | "
+            f"| {command} | {row['date'][:10]} | "
             f"{(row.get('commit') or '–')[:8]} | {_n(load, 1)} | {result} |"
         )
     return "\n".join(lines)

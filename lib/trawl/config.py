@@ -38,6 +38,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class CrawlConfig:
     host_buckets: int = 8
+    deletion_vectors_min_mb: float = 64.0
     lease_ttl_s: float = 600.0
     lease_wait_s: float = 0.0
 

@@ -30,6 +30,7 @@ from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
 from trawl.tables import (
+    MERGED_TABLES,
     TABLES,
     compact,
     ensure_all,
@@ -38,6 +39,7 @@ from trawl.tables import (
     read_table,
     segment_exists,
     segment_path,
+    use_deletion_vectors,
     write_counters,
     write_segment_table,
 )
@@ -59,6 +61,7 @@ def run_inject(
     if missing:
         raise FileNotFoundError(f"seed file not found: {', '.join(missing)}")
     ensure_all(ctx.spark, ctx.root)
+    merged_tables_ready(ctx)
     report = inject(ctx, seeds, sitemaps)
     write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
     return {
@@ -69,8 +72,17 @@ def run_inject(
     }
 
 
+def merged_tables_ready(ctx: StageContext) -> None:
+    """Deletion vectors on for crawldb and hostdb once they are large enough
+    (``crawl.deletion_vectors_min_mb``), before a job MERGEs into them."""
+    min_bytes = ctx.cfg.crawl.deletion_vectors_min_mb * 2**20
+    for name in MERGED_TABLES:
+        use_deletion_vectors(ctx.spark, ctx.root, name, min_bytes)
+
+
 def run_generate(ctx: StageContext) -> dict[str, Any]:
     ensure_all(ctx.spark, ctx.root)
+    merged_tables_ready(ctx)
     if segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
         # The segment was fetched from its fetch list: a re-run (Airflow
         # clearing a whole run) keeps it rather than pick what is due now.
@@ -227,6 +239,7 @@ def _fetched_segment(ctx: StageContext) -> None:
 
 def run_updatedb(ctx: StageContext) -> dict[str, Any]:
     _fetched_segment(ctx)
+    merged_tables_ready(ctx)
     report = updatedb(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "updatedb", report.counters())
     return {
@@ -240,6 +253,7 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
 
 def run_dedup(ctx: StageContext) -> dict[str, Any]:
     _fetched_segment(ctx)
+    merged_tables_ready(ctx)
     report = dedup(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "dedup", report.counters())
     return {"segment": ctx.segment, **{k: v for k, v in report.counters()}}

@@ -46,21 +46,15 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     "domainlinks": (DOMAINLINKS_SCHEMA, ()),
     "hostparams": (HOSTPARAMS_SCHEMA, ()),
 }
-# crawldb and hostdb take a MERGE every job that touches a small share of
-# their rows: with deletion vectors a MERGE marks the replaced rows in a
-# small side file and writes only the changed rows, instead of rewriting
-# every file it touches (which with one file per host bucket is the whole
-# table, Nutch's rewrite of its CrawlDb each cycle). Not auto compaction:
-# Delta's runs after MERGEs that leave deletion vectors and rewrites the
-# whole bucket, which is the rewrite this avoids.
-MERGED = {"delta.enableDeletionVectors": "true"}
 # Table properties: set when a table is created, and added to a table an
 # older trawl created the first time a job opens it.
 TABLE_PROPERTIES: dict[str, dict[str, str]] = {
-    "crawldb": MERGED,
-    "hostdb": MERGED,
     "events": {"delta.enableChangeDataFeed": "true"},  # consumers read increments
 }
+# The tables that take a MERGE every cycle, each touching a small share of
+# their rows (``use_deletion_vectors``).
+MERGED_TABLES = ("crawldb", "hostdb")
+_WITH_VECTORS: set[str] = set()
 SEGMENT_TABLES: dict[str, StructType] = {
     "fetchlist": FETCHLIST_SCHEMA,
     "fetch": FETCH_SCHEMA,
@@ -121,6 +115,32 @@ def _add_missing_properties(spark: SparkSession, path: str, wanted: dict[str, st
     if missing:
         pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(missing.items()))
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
+
+
+def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: float) -> bool:
+    """Turn Delta's deletion vectors on for table ``name`` once it holds
+    ``min_bytes`` (never when negative); True when they are on. With them a
+    MERGE marks the rows it replaces in a small side file and writes only the
+    changed rows, instead of rewriting every file it touches -- with one file
+    per host bucket, the whole table each cycle, as Nutch rewrites its
+    CrawlDb. On a small table the rewrite is cheap and the vectors cost more
+    (a MERGE and each read run more Spark jobs), hence the threshold. Once
+    on, they stay on. Not Delta's auto compaction: it fires after MERGEs that
+    leave vectors and rewrites the whole bucket (``compact`` is explicit)."""
+    path = ensure_table(spark, root, name)
+    if path in _WITH_VECTORS:
+        return True
+    if min_bytes < 0:
+        return False
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+    if (detail["properties"] or {}).get("delta.enableDeletionVectors") != "true":
+        if (detail["sizeInBytes"] or 0) < min_bytes:
+            return False
+        spark.sql(
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+        )
+    _WITH_VECTORS.add(path)
+    return True
 
 
 def ensure_all(spark: SparkSession, root: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.schemas import CRAWLDB_SCHEMA
-from trawl.tables import _ENSURED, compact, ensure_table, read_table
+from trawl.tables import _ENSURED, compact, ensure_table, read_table, use_deletion_vectors
 
 
 def test_an_older_crawldb_gains_the_new_columns_and_keeps_its_rows(
@@ -34,7 +34,7 @@ def _properties(spark: Any, path: str) -> dict[str, str]:
     return dict(spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"])
 
 
-def test_an_older_crawldb_gains_deletion_vectors_and_a_merge_rewrites_no_rows(
+def test_deletion_vectors_from_a_size_on_and_a_merge_rewrites_no_rows(
     spark: Any, tmp_path: Path
 ) -> None:
     from delta.tables import DeltaTable
@@ -49,12 +49,15 @@ def test_an_older_crawldb_gains_deletion_vectors_and_a_merge_rewrites_no_rows(
         rows, "url string, url_fp long, host string, host_bucket int, domain string, status string"
     )
     old.coalesce(1).write.format("delta").partitionBy("host_bucket").save(path)
-    assert "delta.enableDeletionVectors" not in _properties(spark, path)
     _ENSURED.discard(path)
 
-    ensure_table(spark, root, "crawldb")
-    props = _properties(spark, path)
-    assert props["delta.enableDeletionVectors"] == "true"
+    # below the threshold (or with it negative) the table stays as it is
+    assert not use_deletion_vectors(spark, root, "crawldb", 10 * 2**20)
+    assert not use_deletion_vectors(spark, root, "crawldb", -1)
+    assert "delta.enableDeletionVectors" not in _properties(spark, path)
+    assert use_deletion_vectors(spark, root, "crawldb", 1000)
+    assert _properties(spark, path)["delta.enableDeletionVectors"] == "true"
+    assert use_deletion_vectors(spark, root, "crawldb", -1)  # once on, on
 
     # One row of a 200-row file changes: the MERGE marks it deleted in a
     # deletion vector and writes it anew, copying none of the other 199.
@@ -94,8 +97,9 @@ def test_an_older_crawldb_gains_deletion_vectors_and_a_merge_rewrites_no_rows(
     assert read_table(spark, root, "crawldb").count() == 200
 
 
-def test_a_new_crawldb_and_hostdb_have_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+def test_zero_turns_deletion_vectors_on_from_the_start(spark: Any, tmp_path: Path) -> None:
     root = str(tmp_path / "crawl")
     for name in ("crawldb", "hostdb"):
+        assert use_deletion_vectors(spark, root, name, 0)
         props = _properties(spark, ensure_table(spark, root, name))
         assert props["delta.enableDeletionVectors"] == "true", name

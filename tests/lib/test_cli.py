@@ -29,12 +29,18 @@ def test_bad_at_is_rejected_by_the_parser(capsys: pytest.CaptureFixture[str]) ->
         (["cycle", "--cycles", "3", "--seeds", "a.txt", "b.txt"], "cycle"),
         (["sql", "SELECT 1"], "sql"),
         (["fetch", "--segment", "s1", "--time-limit", "5"], "fetch"),
+        (["compact", "crawldb", "hostdb"], "compact"),
     ],
 )
 def test_commands_parse(argv: list[str], command: str) -> None:
     args = build_parser().parse_args(argv)
     assert args.command == command
     assert args.crawl == "crawl"
+
+
+def test_compact_names_tables() -> None:
+    assert build_parser().parse_args(["compact"]).tables == []
+    assert build_parser().parse_args(["compact", "crawldb"]).tables == ["crawldb"]
 
 
 def test_testweb_serves_the_traps_only_when_asked() -> None:
