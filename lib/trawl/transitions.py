@@ -91,6 +91,14 @@ def stats_of(row: Row) -> ChangeStats:
     )
 
 
+# The fetch-row fields ``apply_fetch`` reads: updatedb sends only these to
+# Python (a fetch row also carries its outlinks, headers and robots.txt).
+FETCH_FIELDS = (
+    "outcome", "ip", "http_status", "content_sha256", "stored_capture", "simhash", "etag",
+    "last_modified", "redirect_to",
+)  # fmt: skip
+
+
 def apply_fetch(old: Row, fetch: Row, at: datetime, segment: str, schedule: ScheduleConfig) -> Row:
     """New crawldb row for ``old`` after ``fetch`` (both dicts of their schemas)."""
     if old.get("last_segment") == segment:

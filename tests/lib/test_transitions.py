@@ -13,7 +13,7 @@ import pytest
 from trawl.config import ScheduleConfig
 from trawl.httpdate import http_date
 from trawl.status import FetchOutcome
-from trawl.transitions import apply_fetch
+from trawl.transitions import FETCH_FIELDS, apply_fetch
 
 # "uniform" keeps the next due time simple (fetch_interval_s); the change-rate
 # policies are tested below.
@@ -507,3 +507,30 @@ def test_the_stored_capture_follows_the_copy() -> None:
     unarchived = apply_fetch(confirmed, fetch_row("success", content_sha256="h2"), later,
                              "seg3", SCHEDULE)  # fmt: skip
     assert unarchived["stored_capture"] is None  # a new copy no WARC record holds
+
+
+class OnlyFields(dict[str, Any]):
+    """A fetch row that fails on any field outside ``FETCH_FIELDS``."""
+
+    def _check(self, key: str) -> None:
+        if key not in FETCH_FIELDS:
+            raise AssertionError(f"apply_fetch read {key!r}, which FETCH_FIELDS lacks")
+
+    def __getitem__(self, key: str) -> Any:
+        self._check(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._check(key)
+        return super().get(key, default)
+
+
+@pytest.mark.parametrize("outcome", ALL)
+def test_apply_fetch_reads_only_the_fields_updatedb_sends(outcome: str) -> None:
+    # updatedb ships FETCH_FIELDS of each fetch row to Python, no more
+    full = fetch_row(outcome)
+    sent = OnlyFields({k: v for k, v in full.items() if k in FETCH_FIELDS})
+    for old in (crawl_row(), crawl_row(status="fetched", content_sha256="h0", fetches=2)):
+        assert apply_fetch(old, sent, AT, SEG, SCHEDULE) == apply_fetch(
+            old, full, AT, SEG, SCHEDULE
+        )

@@ -52,7 +52,7 @@ from trawl.tables import (
     read_segment_table,
     read_table,
 )
-from trawl.transitions import apply_fetch
+from trawl.transitions import FETCH_FIELDS, apply_fetch
 from trawl.urlnorm import UrlError, host_bucket, host_of, registered_domain
 
 CRAWLDB_COLS = CRAWLDB_SCHEMA.fieldNames()
@@ -84,7 +84,7 @@ def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> Dat
     fetch task followed is new and fetched in the same segment)."""
     key = ["host_bucket", "url_fp", "url"]
     old = crawldb.select(*key, F.struct(*CRAWLDB_COLS).alias("old"), "_op")
-    fetch = pages.select(*key, F.struct(*pages.columns).alias("fetch"))
+    fetch = pages.select(*key, F.struct(*FETCH_FIELDS).alias("fetch"))
     joined = old.join(fetch, key).select("old", "fetch", "_op")
     at, segment, schedule = ctx.at, ctx.segment, ctx.cfg.schedule
 
@@ -258,7 +258,8 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
     touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
     seen = touched.select(*KEY, F.col("discovered_segment").alias("_seen_in"))
-    looked_up = admitted.join(seen, KEY, "left")
+    # cached: the caps, the rejected rows and the changes all read it
+    looked_up = admitted.join(seen, KEY, "left").cache()
     new, over = cap_new_urls(
         looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
         looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
@@ -286,7 +287,7 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     changes = (
         updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
         .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
-        .unionByName(sitemap_hints(admitted.select(*CRAWLDB_COLS), touched, pages))
+        .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
         .cache()
     )
     report.new_urls = changes.filter("_op = 'insert'").count()
@@ -296,7 +297,7 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     hosts = host_rows(read_table(spark, root, "hostdb"), fetch, ctx).cache()
     report.hosts = hosts.count()
     merge_hostdb(hosts, ctx)
-    for frame in (fetch, candidates, changes, hosts):
+    for frame in (fetch, candidates, looked_up, changes, hosts):
         frame.unpersist()
     return report
 
