@@ -95,7 +95,7 @@ def scale_row(r: dict[str, Any]) -> str:
         share = written / max(1, s["updatedb"]["crawldb_before"]["bytes"])
         parts.append(
             f"{s['urls'] / 1e6:g}M URLs: generate {_n(s['generate']['s'])} s + updatedb "
-            f"{_n(s['updatedb']['s'])} s, peak {_n(s['updatedb']['peak_mb'] / 1024, 1)} GB, "
+            f"{_n(s['updatedb']['s'])} s, peak {_n(s['updatedb']['peak_mb'] / 1024, 1)} GiB, "
             f"updatedb wrote {share:.1%} of crawldb"
         )
     g = r["growth"]
