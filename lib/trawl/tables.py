@@ -107,14 +107,24 @@ def _add_missing_columns(spark: SparkSession, path: str, schema: StructType) -> 
         spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
 
 
+def _detail(spark: SparkSession, path: str) -> tuple[dict[str, str], int]:
+    """A table's properties and size in bytes, from its Delta log."""
+    row = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+    return dict(row["properties"] or {}), int(row["sizeInBytes"] or 0)
+
+
+def _set_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
+    pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(wanted.items()))
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
+
+
 def _add_missing_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
     if not wanted:
         return
-    have = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"] or {}
+    have, _ = _detail(spark, path)
     missing = {k: v for k, v in wanted.items() if have.get(k) != v}
     if missing:
-        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(missing.items()))
-        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
+        _set_properties(spark, path, missing)
 
 
 def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: float) -> bool:
@@ -132,13 +142,11 @@ def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: f
         return True
     if min_bytes < 0:
         return False
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
-    if (detail["properties"] or {}).get("delta.enableDeletionVectors") != "true":
-        if (detail["sizeInBytes"] or 0) < min_bytes:
+    properties, size = _detail(spark, path)
+    if properties.get("delta.enableDeletionVectors") != "true":
+        if size < min_bytes:
             return False
-        spark.sql(
-            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
-        )
+        _set_properties(spark, path, {"delta.enableDeletionVectors": "true"})
     _WITH_VECTORS.add(path)
     return True
 
