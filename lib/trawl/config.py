@@ -83,6 +83,7 @@ class FetchConfig:
     time_limit_s: float = 900.0
     max_outlinks_per_page: int = 500
     follow_redirects: int = 0
+    follow_depth: int = 0
     policy_refresh_s: float = 30.0
 
 
@@ -355,7 +356,12 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"warc.prefix must be [A-Za-z0-9._-]+, got {cfg.warc.prefix!r}")
     if cfg.warc.max_file_bytes < 1_000_000:
         raise ConfigError("warc.max_file_bytes must be at least 1000000")
-    for key in ("fetch.follow_redirects", "politeness.max_failures", "schedule.max_retries"):
+    for key in (
+        "fetch.follow_redirects",
+        "fetch.follow_depth",
+        "politeness.max_failures",
+        "schedule.max_retries",
+    ):
         section, name = key.split(".")
         if getattr(getattr(cfg, section), name) < 0:
             raise ConfigError(f"{key} must not be negative")

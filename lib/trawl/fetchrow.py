@@ -44,6 +44,7 @@ def base_row(
         "counter_run": item.get("counter_run") if kind == "page" else None,
         "score": item.get("score") if kind == "page" else None,
         "is_sitemap": bool(item.get("is_sitemap")) if kind == "page" else None,
+        "linked_from": item.get("linked_from") if kind == "page" else None,
         "fetched_at": started,
     }
 

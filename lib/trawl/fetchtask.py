@@ -29,6 +29,12 @@ the row (``robots_decision`` or ``error``) and counted by the fetch job:
   passes the URL filters and its host is fetched by this task (so under that
   host's politeness), otherwise recorded for a later cycle; no URL is fetched
   twice in one task (and a host belongs to one task only);
+- links (``fetch.follow_depth``): a fetched page's links to URLs crawldb does
+  not know, on the task's hosts, are fetched in the same segment, up to
+  ``follow_depth`` steps from a generated page and within each host's room
+  from generate (``follow_quota``); the rules are ``follow_links``'. Their
+  rows name the page (``linked_from``); updatedb adds them to crawldb as
+  fetched;
 - soft 404s (``trawl.soft404``, ``traps.soft404_probe``): a host with no
   probe in hostdb, or one older than ``traps.soft404_reprobe_s``, is asked
   once for a path that cannot exist, after robots.txt and before its first
@@ -51,6 +57,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from trawl.budgets import counter_step
 from trawl.config import Config
 from trawl.fetcharchive import task_archive
 from trawl.fetcher import Fetcher, Visit, origin_of, user_agent
@@ -108,6 +115,10 @@ class FetchTask:
         self.stopped: dict[str, str] = {}  # host -> why its work was taken out
         self.not_found: dict[str, ProbeAnswer] = {}  # host -> soft-404 probe answer in force
         self.probe_owed: set[str] = set()  # hosts to probe before their first page
+        # fetch.follow_depth: links each host may still have followed, and
+        # crawldb's URLs of it (fingerprints), from generate
+        self.follow_room: dict[str, int] = {}
+        self.known: dict[str, set[int]] = {}
         self.rows: list[Row] = []
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -151,6 +162,7 @@ class FetchTask:
             if rules is not None:
                 self.rules[origin_of(str(first["url"]))] = rules
             self.plan_probe(host, first, now)
+            self.plan_follow(host, host_items)
             self.scheduler.add_host(
                 host,
                 ip,
@@ -170,8 +182,13 @@ class FetchTask:
                 self.skip(item, FetchOutcome.RETRY, f"internal: {type(exc).__name__}: {exc}")
                 self.scheduler.release(host, 0.0, failed=True)
                 continue
+            found: dict[str, list[Mapping[str, Any]]] = {}
+            try:
+                found = {} if visit.no_request else self.found_work(item, visit.row)
+            except Exception:  # the page stays fetched; its links wait for updatedb
+                log.exception("internal error following the links of %s", item.get("url"))
             gap = self.scheduler.release(
-                host, visit.response_s, visit.failed, visit.retry_after_s, visit.no_request
+                host, visit.response_s, visit.failed, visit.retry_after_s, visit.no_request, found
             )
             visit.row["delay_s"] = gap
             if not visit.no_request:
@@ -259,8 +276,7 @@ class FetchTask:
         return visit
 
     def after_request(self, host: str, item: Mapping[str, Any], visit: Visit) -> None:
-        """Decisions that follow a request: over-cap Crawl-delay, a failing
-        host, a redirect to follow."""
+        """Decisions that follow a request: over-cap Crawl-delay, a failing host."""
         crawl_delay = self.rules.get(origin_of(str(item["url"])))
         delay = crawl_delay.crawl_delay() if crawl_delay else None
         if self.rule.over_cap(delay) and visit.row.get("kind") == "page":
@@ -270,15 +286,83 @@ class FetchTask:
             self.stop(host, FetchOutcome.DEFERRED, "crawl_delay_over_cap")
         elif self.scheduler.failures(host) >= self.cfg.politeness.max_failures:
             self.stop(host, FetchOutcome.DEFERRED, "host_failing")
-        target = visit.row.get("redirect_to")
-        if target and visit.row.get("kind") == "page":
-            self.follow(item, str(target))
 
-    def follow(self, item: Mapping[str, Any], target: str) -> None:
-        """Queue a redirect target under its host's politeness, if allowed here."""
+    def plan_follow(self, host: str, items: list[Mapping[str, Any]]) -> None:
+        """The host's room for followed links (``fetch.follow_depth``) and
+        the URLs crawldb knows of it, from generate's columns."""
+        room = max((int(item.get("follow_quota") or 0) for item in items), default=0)
+        if self.cfg.fetch.follow_depth <= 0 or room <= 0:
+            return
+        self.follow_room[host] = room
+        self.known[host] = {int(fp) for item in items for fp in item.get("follow_known") or ()}
+
+    def found_work(self, item: Mapping[str, Any], row: Row) -> dict[str, list[Mapping[str, Any]]]:
+        """URLs a fetched page leads to that this task fetches in the same
+        segment, host -> items: its redirect target (``fetch.follow_redirects``)
+        and its links (``fetch.follow_depth``). Decided before the host is
+        released, and queued with the release (``HostScheduler.release``)."""
+        found: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        if row.get("kind") != "page":
+            return found
+        target = row.get("redirect_to")
+        if target:
+            followed = self.follow(item, str(target))
+            if followed is not None:
+                found[followed["host"]].append(followed)
+        elif row.get("outcome") == FetchOutcome.SUCCESS.value and row.get("outlinks"):
+            for link in self.follow_links(item, row["outlinks"]):
+                found[link["host"]].append(link)
+        return found
+
+    def _claim(self, record: Mapping[str, Any], linked: bool) -> bool:
+        """Take ``record``'s URL for this task, once: its host is one of the
+        task's and still fetched, and, for a followed link, has room left and
+        the URL is not in crawldb."""
+        host = record["host"]
+        with self._lock:
+            if host not in self.first_item or host in self.stopped or record["url"] in self.seen:
+                return False
+            if linked:
+                if self.follow_room.get(host, 0) <= 0 or record["url_fp"] in self.known[host]:
+                    return False
+                self.follow_room[host] -= 1
+            self.seen.add(record["url"])
+            return True
+
+    def _queued_item(
+        self, item: Mapping[str, Any], record: Mapping[str, Any], **fields: Any
+    ) -> Row:
+        """A URL this task found, as a fetch-list item of its host."""
+        queued = dict(self.first_item[record["host"]])
+        queued.update(
+            url=record["url"],
+            url_fp=record["url_fp"],
+            host=record["host"],
+            host_bucket=record["host_bucket"],
+            prev_status=None,
+            etag=None,
+            last_modified=None,
+            content_sha256=None,
+            stored_capture=None,
+            follow_step=item.get("follow_step"),
+            redirect_hops=None,
+            redirect_from=None,
+            linked_from=None,
+        )
+        queued.update(fields)
+        return queued
+
+    def _denied(self, url: str) -> bool:
+        """robots.txt known in this task keeps ``url`` out (or keeps its host
+        out while unreachable); unknown rules are decided when it is visited."""
+        rules = self.rules.get(origin_of(url))
+        return rules is not None and (rules.unreachable or not rules.allowed(url))
+
+    def follow(self, item: Mapping[str, Any], target: str) -> Row | None:
+        """A redirect target, as an item of its host, if it is followed here."""
         hops = int(item.get("redirect_hops") or 0)
         if hops >= self.cfg.fetch.follow_redirects or target in self.seen:
-            return
+            return None
         record, _ = admit(
             target,
             self.cfg,
@@ -289,28 +373,65 @@ class FetchTask:
             at=datetime.now(UTC),
             segment=None,
         )
-        host = record["host"] if record else None
-        if record is None or host not in self.first_item or host in self.stopped:
-            return  # another task's host, or filtered: updatedb records it
-        self.seen.add(record["url"])
-        follow = dict(self.first_item[host])
-        follow.update(
-            url=record["url"],
-            url_fp=record["url_fp"],
-            host=host,
-            host_bucket=record["host_bucket"],
+        if record is None or not self._claim(record, linked=False):
+            return None  # another task's host, or filtered: updatedb records it
+        return self._queued_item(
+            item,
+            record,
             depth=item.get("depth"),
             counter_run=item.get("counter_run"),  # a redirect is no step
-            prev_status=None,
-            etag=None,
-            last_modified=None,
-            content_sha256=None,
             score=item.get("score"),  # the target takes over
             is_sitemap=item.get("is_sitemap"),
             redirect_hops=hops + 1,
             redirect_from=item["url"],
         )
-        self.scheduler.add_item(host, follow)
+
+    def follow_links(self, item: Mapping[str, Any], outlinks: list[Mapping[str, Any]]) -> list[Row]:
+        """The page's links fetched in this segment (``fetch.follow_depth``),
+        as items of their hosts: within ``follow_depth`` steps of a generated
+        page, no nofollow, no query string (updatedb strips learned session
+        ids and caps path patterns: such links wait for it), counter runs
+        within ``traps.max_counter_run``, admitted by the URL filters and by
+        robots.txt as far as the task knows it, new to crawldb and this task,
+        and within their host's room. Each step takes
+        the depth, counter run and share of score updatedb gives the link."""
+        step = int(item.get("follow_step") or 0)
+        if step >= self.cfg.fetch.follow_depth:
+            return []
+        source = str(item["url"])
+        depth = int(item.get("depth") or 0) + 1
+        max_run = self.cfg.traps.max_counter_run or None
+        share = 1.0 / len(outlinks)
+        now = datetime.now(UTC)
+        out: list[Row] = []
+        for link in outlinks:
+            url = str(link.get("url") or "")
+            if link.get("nofollow") or not url or "?" in url or url in self.seen:
+                continue
+            run = int(item.get("counter_run") or 0) + 1 if counter_step(source, url) else 0
+            if max_run is not None and run > max_run:
+                continue
+            record, _ = admit(
+                url, self.cfg, self.url_filter, source="outlink", depth=depth, score=share,
+                at=now, segment=None,
+            )  # fmt: skip
+            if record is None or "?" in record["url"] or self._denied(record["url"]):
+                continue  # robots.txt in force says no: updatedb records the link
+            if not self._claim(record, linked=True):
+                continue
+            out.append(
+                self._queued_item(
+                    item,
+                    record,
+                    depth=depth,
+                    counter_run=run,
+                    score=share,
+                    is_sitemap=bool(link.get("sitemap")),
+                    follow_step=step + 1,
+                    linked_from=source,
+                )
+            )
+        return out
 
     def stop(self, host: str, outcome: FetchOutcome, why: str, robots: bool = False) -> None:
         """Take a host's remaining URLs out of this task, each with a row."""

@@ -40,7 +40,7 @@ import heapq
 import itertools
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -170,15 +170,20 @@ class HostScheduler(Generic[T]):
             self._hosts[name].work.appendleft(item)
 
     def add_item(self, name: str, item: T) -> None:
-        """Append work to a known host (e.g. a redirect target on it)."""
+        """Append work to a known host."""
         with self._cond:
-            host = self._hosts[name]
-            queued = host.busy or any(entry[2] == name for entry in self._heap)
-            queued = queued or any(name in ip.waiting for ip in self._ips.values())
-            host.work.append(item)
-            if not queued:
-                self._push(host)
-                self._cond.notify_all()
+            self._extend(name, [item])
+
+    def _extend(self, name: str, items: list[T]) -> None:
+        """Append work to a known host (lock held). A host with work is in
+        the heap, waits for its address or is busy; one without is none of
+        these, so it is queued here."""
+        host = self._hosts[name]
+        queued = host.busy or bool(host.work)
+        host.work.extend(items)
+        if items and not queued:
+            self._push(host)
+            self._cond.notify_all()
 
     def set_crawl_delay(self, name: str, crawl_delay_s: float | None) -> None:
         with self._cond:
@@ -250,13 +255,19 @@ class HostScheduler(Generic[T]):
         failed: bool = False,
         retry_after_s: float | None = None,
         no_request: bool = False,
+        more: Mapping[str, list[T]] | None = None,
     ) -> float:
         """Finish a visit; returns the gap now in force for the host.
 
         ``no_request`` marks a decision made without contacting the host (a
         robots denial): the host's and address's clocks are left as they were.
+        ``more``: work the visit found (a redirect target, followed links),
+        host -> items, queued in the same step, so no worker sees the task
+        out of work in between and stops.
         """
         with self._cond:
+            for other, items in (more or {}).items():
+                self._extend(other, items)
             host = self._hosts[name]
             ip = self._ips[host.ip]
             if no_request:

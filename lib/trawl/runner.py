@@ -100,6 +100,8 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         F.count("*").alias("urls"),
         F.countDistinct("host").alias("hosts"),
         F.countDistinct("task").alias("tasks"),
+        # one row of each host that may have links followed carries its room
+        F.sum(F.when(F.col("follow_known").isNotNull(), F.col("follow_quota"))).alias("follow"),
     ).first()
     assert stats is not None
     counters = [
@@ -107,12 +109,14 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         ("generate/hosts", stats["hosts"]),
         ("generate/tasks", stats["tasks"]),
     ]
+    if stats["follow"]:
+        counters.append(("generate/follow_quota", stats["follow"]))
     if deferred_urls is not None:
         counters.append(("generate/deferred/budget", deferred_urls))
         write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
     elif not _counted(ctx, "generate"):  # kept fetch list: the first run's counters stand
         write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
-    return {"segment": ctx.segment, **stats.asDict()}
+    return {"segment": ctx.segment, **{k: v for k, v in stats.asDict().items() if k != "follow"}}
 
 
 def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str, Any]:

@@ -162,6 +162,12 @@ FETCHLIST_SCHEMA = _schema(
     ("soft404_simhash", LongType()),
     ("soft404_probed_at", TimestampType()),
     ("soft404_location", StringType()),
+    # fetch.follow_depth: links the host's task may follow in this segment
+    # (what generate's caps leave it), on every row of the host; crawldb's
+    # URLs of the host (fingerprints), on one row of it, so none is fetched
+    # again by a followed link. Null when following is off.
+    ("follow_quota", IntegerType()),
+    ("follow_known", ArrayType(LongType())),
 )
 
 OUTLINK_TYPE = StructType(
@@ -188,6 +194,9 @@ FETCH_SCHEMA = _schema(
     ("counter_run", IntegerType()),
     ("score", DoubleType()),  # the URL's score when generated (a redirect target inherits it)
     ("is_sitemap", BooleanType()),  # the URL was read as a sitemap
+    # The page whose link the fetch task followed to this URL in the same
+    # segment (fetch.follow_depth); null for the fetch list's URLs.
+    ("linked_from", StringType()),
     ("outcome", StringType()),  # trawl.status.FetchOutcome
     ("http_status", IntegerType()),
     ("fetched_at", TimestampType()),

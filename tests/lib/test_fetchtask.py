@@ -642,3 +642,100 @@ def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
             original = responses[capture["record_id"]]
             assert capture["digest"] == original["WARC-Payload-Digest"]
             assert capture["date"] == original["WARC-Date"]
+
+
+def home_items(model: WebModel, port: int, quota: int | None) -> list[dict[str, Any]]:
+    """Each host's homepage as the fetch list, with ``quota`` links to follow."""
+    homes = [i for i in items_for(model, port) if i["url"].endswith(f":{port}/")]
+    assert len(homes) == len(model.hosts)
+    return [{**i, "follow_quota": quota, "follow_known": None} for i in homes]
+
+
+def followable(row: dict[str, Any], hosts: set[str]) -> set[str]:
+    """The links of a fetched page that fetch.follow_depth follows."""
+    return {
+        link["url"]
+        for link in row.get("outlinks") or []
+        if not link["nofollow"] and "?" not in link["url"] and urlnorm.host_of(link["url"]) in hosts
+    }
+
+
+def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) -> None:
+    # From the homepages alone, one task fetches every page its hosts' links
+    # lead to (the closure under followable links), each once, politely, and
+    # never a page a perfect crawler would not reach.
+    with TestWeb(model, tmp_path / "web") as web:
+        items = home_items(model, web.port, quota=1000)
+        cfg = config(web, "fetch.follow_depth=20")
+        rows = list(run_fetch_task(items, cfg, "seg1", 0, None, time_limit_s=120))
+        port = web.port
+    by_url = page_rows(rows)
+    hosts = {h.name for h in model.hosts}
+    homes = {i["url"] for i in items}
+    followed = {u: r for u, r in by_url.items() if r["linked_from"] is not None}
+    assert len(followed) > 3 * len(homes)
+    assert set(by_url) == homes | set(followed)
+    for url, row in followed.items():
+        source = by_url[row["linked_from"]]  # the page that led here was fetched here
+        assert source["outcome"] == "success" and url in followable(source, hosts)
+        assert row["depth"] == source["depth"] + 1
+        if row["host"] == source["host"]:  # its robots.txt was read before the source
+            assert row["outcome"] != "robots_denied"
+
+    def robots_allow(url: str) -> bool:
+        host, path = urlnorm.host_of(url), "/" + url.split("/", 3)[3]
+        info = model.host(host)
+        return (
+            info is not None
+            and info.robots_status < 500
+            and not model.is_disallowed(host, path, AGENT)
+        )
+
+    for row in by_url.values():
+        if row["outcome"] == "success":
+            wanted = {u for u in followable(row, hosts) if robots_allow(u)}
+            assert wanted <= set(by_url), row["url"]
+    reachable = {f"http://{h}:{port}{p}" for h, p in model.reachable(sorted(homes), AGENT)}
+    answered = {u for u, r in by_url.items() if r.get("http_status") is not None}
+    assert answered <= {urlnorm.normalize(u) for u in reachable}
+    audit = politeness_audit(web.access_log, MIN_GAP, model=model)
+    assert audit.hosts_with_overlap == 0 and audit.max_in_flight_per_ip <= 1
+    assert audit.gaps_below_min == 0, audit
+    assert robots_audit(web.access_log, model, AGENT) == []
+
+
+def test_following_keeps_to_the_room_the_depth_and_the_known_urls(
+    model: WebModel, tmp_path: Path
+) -> None:
+    with TestWeb(model, tmp_path / "web") as web:
+        port = web.port
+        items = home_items(model, port, quota=2)
+        one_step = list(
+            run_fetch_task(items, config(web, "fetch.follow_depth=1"), "s1", 0, None, 60)
+        )
+        # crawldb knows the first homepage's links: none is fetched again
+        open_rows = page_rows(one_step)
+        first = next(u for u, r in open_rows.items() if r["linked_from"] is None and any(
+            x["linked_from"] == u for x in open_rows.values()))  # fmt: skip
+        host = urlnorm.host_of(first)
+        known = [
+            urlnorm.url_fingerprint(u) for u, r in open_rows.items() if r["linked_from"] == first
+        ]
+        items = [
+            {**i, "follow_known": known} if i["url"] == first else i
+            for i in home_items(model, port, quota=2)
+        ]
+        again = page_rows(
+            list(run_fetch_task(items, config(web, "fetch.follow_depth=1"), "s2", 0, None, 60))
+        )
+        off = page_rows(list(run_fetch_task(items, config(web), "s3", 0, None, 60)))
+    by_host = Counter(urlnorm.host_of(u) for u, r in open_rows.items() if r["linked_from"])
+    assert by_host and max(by_host.values()) <= 2  # each host's room
+    # one step from a generated page: a followed page's links are not followed
+    assert all(open_rows[r["linked_from"]]["linked_from"] is None
+               for r in open_rows.values() if r["linked_from"])  # fmt: skip
+    assert {r["linked_from"] for r in open_rows.values()} - {None} <= {i["url"] for i in items}
+    refetched = {u for u, r in again.items() if r["linked_from"] and urlnorm.host_of(u) == host}
+    assert not refetched & {u for u, r in open_rows.items() if r["linked_from"] == first}
+    # off (fetch.follow_depth = 0): the fetch list only
+    assert set(off) == {i["url"] for i in items}

@@ -81,6 +81,8 @@ def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
     - ``fetch/<kind>/<outcome>``: every row;
     - ``fetch/status/<code>``: answered requests, probes left out;
     - ``robots/<decision>``: the robots.txt decision of each URL;
+    - ``fetch/followed``: URLs reached by a link within the segment
+      (``fetch.follow_depth``), whatever their outcome;
     - ``fetch/why/<outcome>/<why>``: why URLs were not fetched or failed (the
       error's kind: "policy", "address", "timeout", "time_limit", ...);
     - the soft-404 probes' and soft 404s' (``trawl.soft404.probe_counters``).
@@ -97,6 +99,7 @@ def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
         F.when(probe, error).alias("probe_error"),
         F.coalesce(F.col("soft404"), F.lit(False)).alias("soft404"),
         F.coalesce(error.startswith("internal:"), F.lit(False)).alias("internal"),
+        F.col("linked_from").isNotNull().alias("linked"),
     ).count()
     counts: Counter[str] = Counter()
     probes: list[tuple[int | None, str | None, int]] = []
@@ -113,6 +116,8 @@ def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
                 counts[f"fetch/why/{r['outcome']}/{r['why']}"] += n
         if r["robots_decision"] is not None:
             counts[f"robots/{r['robots_decision']}"] += n
+        if r["linked"]:
+            counts["fetch/followed"] += n
         soft404_pages += n if r["soft404"] else 0
         internal += n if r["internal"] else 0
     return [*counts.items(), *soft404.probe_counters(probes, soft404_pages)], internal

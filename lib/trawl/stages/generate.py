@@ -60,6 +60,10 @@ RANKED_COLUMNS = (
     "static_domain_cap", "budget",
 )  # fmt: skip
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
+# fetch.follow_depth: a host crawldb knows more URLs of is not followed within
+# a segment (the fetch list would carry every one of their fingerprints); its
+# links go through updatedb.
+FOLLOW_KNOWN_MAX = 10_000
 
 
 def effective_policy(policy: DataFrame, ctx: StageContext, scope: str) -> DataFrame:
@@ -196,7 +200,8 @@ def select_fetchlist(
     domainlinks: DataFrame | None = None,
 ) -> DataFrame:
     """The segment's fetch list, without the task column (see ``assign``)."""
-    return with_host_hints(choose(rank_due(crawldb, hostdb, policy, ctx, domainlinks), ctx), hostdb)
+    chosen = choose(rank_due(crawldb, hostdb, policy, ctx, domainlinks), ctx)
+    return with_follow_quota(with_host_hints(chosen, hostdb), crawldb, ctx)
 
 
 def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
@@ -370,7 +375,74 @@ def _chosen_columns() -> list[Column | str]:
         "last_modified",
         "content_sha256",
         "stored_capture",
+        # the caps, for what following may add (``with_follow_quota``)
+        "host_cap",
+        "group_cap",
+        "domain_cap",
     ]
+
+
+def _shares(hosts: DataFrame, by: str, cap: str) -> Column:
+    """Each host's share of what ``cap`` leaves its ``by`` (address group or
+    domain) after the chosen URLs: split evenly over the group's hosts in the
+    fetch list, the remainder to the first hosts by name."""
+    scope = Window.partitionBy(by)
+    room = F.greatest(F.lit(0), F.first(cap).over(scope) - F.sum("n").over(scope))
+    k = F.count("*").over(scope)
+    index = F.row_number().over(scope.orderBy("host")) - 1
+    return F.floor(room / k).cast("int") + F.when(index < room % k, 1).otherwise(0)
+
+
+def _no_follow(chosen: DataFrame) -> DataFrame:
+    return chosen.withColumn("follow_quota", F.lit(None).cast("int")).withColumn(
+        "follow_known", F.lit(None).cast("array<bigint>")
+    )
+
+
+def with_follow_quota(chosen: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """``follow_quota`` and ``follow_known`` for ``fetch.follow_depth``.
+
+    A host may have as many links followed in the segment as its caps leave:
+    its own (``host_cap``) less its chosen URLs, and its share of its address
+    group's and its domain's room (``_shares``), so the fetched pages stay
+    within what generate would have chosen had it known the links. Hosts
+    crawldb knows over ``FOLLOW_KNOWN_MAX`` URLs of get none. The host's
+    known fingerprints ride on its first row (by fingerprint), so a followed
+    link never fetches a URL crawldb knows, due or not.
+    """
+    if ctx.cfg.fetch.follow_depth <= 0:
+        return _no_follow(chosen)
+    per_host = chosen.groupBy("host", "host_bucket", "group", "domain").agg(
+        F.count("*").alias("n"),
+        F.first("host_cap").alias("host_cap"),
+        F.first("group_cap").alias("group_cap"),
+        F.first("domain_cap").alias("domain_cap"),
+    )
+    quota = F.least(
+        F.col("host_cap") - F.col("n"),
+        _shares(per_host, "group", "group_cap"),
+        _shares(per_host, "domain", "domain_cap"),
+    )
+    following = per_host.select("host", "host_bucket", quota.alias("q")).filter("q > 0")
+    quotas = {r["host"]: (int(r["host_bucket"]), int(r["q"])) for r in following.collect()}
+    if not quotas:
+        return _no_follow(chosen)
+    hosts = chosen.sparkSession.createDataFrame(
+        [(host, q) for host, (_, q) in quotas.items()], "host string, follow_quota int"
+    )
+    buckets = sorted({bucket for bucket, _ in quotas.values()})
+    rows = crawldb.filter(F.col("host_bucket").isin(buckets)).select("host", "url_fp")
+    rows = rows.join(F.broadcast(hosts.select("host")), "host", "left_semi")
+    small = rows.groupBy("host").count().filter(F.col("count") <= FOLLOW_KNOWN_MAX)
+    known = rows.join(F.broadcast(small.select("host")), "host", "left_semi")
+    known = known.groupBy("host").agg(F.collect_list("url_fp").alias("known"))
+    allowed = hosts.join(known, "host")
+    first = F.row_number().over(Window.partitionBy("host").orderBy("url_fp")) == 1
+    return (
+        chosen.join(F.broadcast(allowed), "host", "left")
+        .withColumn("follow_known", F.when(first, F.col("known")))
+        .drop("known")
+    )
 
 
 def assign(chosen: DataFrame, ctx: StageContext) -> DataFrame:
@@ -452,6 +524,7 @@ def generate(ctx: StageContext) -> Generated:
         ctx,
         read_table(spark, root, "domainlinks"),
     ).cache()
-    chosen = with_host_hints(choose(ranked, ctx), hostdb).cache()
+    crawldb = read_table(spark, root, "crawldb")
+    chosen = with_follow_quota(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx).cache()
     deferred = over_budget(ranked, ctx).cache()
     return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred])

@@ -100,10 +100,11 @@ def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> Dat
 def discovered_links(fetch: DataFrame) -> DataFrame:
     """(url, depth, counter_run, score, source, is_sitemap, lastmod) for every
     followable link of the segment: page outlinks without nofollow, sitemap
-    entries (with their <lastmod>), robots.txt Sitemap lines, and redirect
-    targets. A page's links share its unit of score (OPIC's cash split over
-    outlinks, Abiteboul et al.); a redirect target takes over its source's
-    score and counter run. A URL linked many ways keeps its shortest run."""
+    entries (with their <lastmod>), robots.txt Sitemap lines, redirect
+    targets and URLs the fetch task followed links to. A page's links share
+    its unit of score (OPIC's cash split over outlinks, Abiteboul et al.); a
+    redirect target takes over its source's score and counter run. A URL
+    linked many ways keeps its shortest run."""
     from_sitemap = (F.col("kind") == "robots") | F.coalesce(F.col("is_sitemap"), F.lit(False))
     links = (
         fetch.filter((F.col("outcome") == "success") & F.col("outlinks").isNotNull())
@@ -138,8 +139,20 @@ def discovered_links(fetch: DataFrame) -> DataFrame:
         F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
         F.lit(None).cast("timestamp").alias("lastmod"),
     )
+    # A URL the fetch task reached by a link (fetch.follow_depth) is its own
+    # link too, so it is added whatever became of the page that led to it.
+    followed = fetch.filter(F.col("linked_from").isNotNull()).select(
+        "url",
+        "depth",
+        F.coalesce(F.col("counter_run"), F.lit(0)).alias("counter_run"),
+        F.lit(0.0).alias("score"),  # the linking page's share stands
+        F.lit("outlink").alias("source"),
+        F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
+        F.lit(None).cast("timestamp").alias("lastmod"),
+    )
     return (
         links.unionByName(redirects)
+        .unionByName(followed)
         .groupBy("url")
         .agg(
             F.min("depth").alias("depth"),
