@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_fetch.py [--hosts 2000] [--pages 3 12]
         [--min-delay 1.0] [--seed 1] [--tasks 2] [--threads 64]
-        [--max-cycles 20] [--crawlers scrapy trawl] [--timeout 3600]
+        [--max-cycles 20] [--follow-depth 10] [--crawlers scrapy trawl] [--timeout 3600]
         [--results bench/results/fetch.jsonl] [--keep]
     smoke check (60 hosts of 2-6 pages; the line says "smoke": true):
     .venv/bin/python bench/bench_fetch.py --smoke
@@ -23,7 +23,10 @@ crawls it twice from those seeds, each crawler in its own process:
   WARC with warcio;
 * trawl (``fetch_trawl.py``): inject, then generate -> fetch -> updatedb
   cycles until nothing is due, ``politeness.min_delay_s`` = ``--min-delay``,
-  ``delay_factor`` 0 and no soft-404 probe (Scrapy has neither).
+  ``delay_factor`` 0 and no soft-404 probe (Scrapy has neither), and
+  ``fetch.follow_depth`` = ``--follow-depth`` (links followed within a
+  segment, as Scrapy follows them within its one run; 0 leaves every link
+  to the next cycle, as Nutch does by default).
 
 ``--min-delay`` (default 1 s) with ``--hosts`` hosts (default 2,000, about
 10,000 pages six links deep) lets the web take up to hosts / min-delay
@@ -101,6 +104,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--tasks", type=int, default=2, help="trawl fetch.tasks")
     ap.add_argument("--threads", type=int, default=64, help="trawl fetch.threads_per_task")
     ap.add_argument("--max-cycles", type=int, default=20, help="trawl cycles at most")
+    ap.add_argument(
+        "--follow-depth", type=int, default=10, help="trawl fetch.follow_depth (0: cycles only)"
+    )
     ap.add_argument(
         "--crawlers", nargs="+", choices=("scrapy", "trawl"), default=["scrapy", "trawl"]
     )
@@ -197,6 +203,7 @@ def crawl_trawl(args: argparse.Namespace, web: Web, out: Path) -> dict[str, Any]
     cmd += ["--crawl", str(out / "crawl"), "--out", str(result)]
     cmd += ["--min-delay", str(args.min_delay), "--tasks", str(args.tasks)]
     cmd += ["--threads", str(args.threads), "--max-cycles", str(args.max_cycles)]
+    cmd += ["--set", f"fetch.follow_depth={args.follow_depth}"]
     ran = run_crawler(cmd, out / "trawl.log", args.timeout, web)
     if not result.exists():
         raise RuntimeError(f"the trawl run failed ({ran}); see {out / 'trawl.log'}")

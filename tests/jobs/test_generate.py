@@ -293,3 +293,22 @@ def test_deferrals_in_a_row_wait_longer(spark: Any, tmp_path: Path) -> None:
         AT + timedelta(seconds=wait)
     }
     assert {r["deferrals"] for r in deferred} == {4}
+
+
+def test_each_host_is_cut_to_its_cap_before_the_shuffle(spark: Any) -> None:
+    # rank_due's literal bound lets Spark keep only each host's best
+    # max_per_host rows (a WindowGroupLimit; a partial one too where the
+    # host window has its own shuffle) before the address window shuffles
+    # them: the due URLs of a large host do not all cross the network.
+    from trawl.stages.generate import rank_due
+
+    cfg = load_config(None, ["generate.max_per_host=7"], environ={})
+    ranked = rank_due(
+        spark.createDataFrame(_crawldb_rows(), CRAWLDB_SCHEMA),
+        spark.createDataFrame(_hostdb_rows(), HOSTDB_SCHEMA),
+        spark.createDataFrame([], POLICY_SCHEMA),
+        StageContext(spark, cfg, "unused", "seg1", AT),
+    )
+    plan = ranked._jdf.queryExecution().executedPlan().toString()
+    limits = [line for line in plan.splitlines() if "WindowGroupLimit [host" in line]
+    assert any("row_number(), 7," in line for line in limits), plan
