@@ -75,8 +75,14 @@ def fetch_row(r: dict[str, Any]) -> str:
         f"{_n(stage['pages_per_s'], 1)} pages/s ({_n(stage['cpu_s_per_1000_pages'], 1)} CPU-s "
         f"per 1,000), Scrapy {_n(scrapy['pages_per_s'], 1)} pages/s "
         f"({_n(scrapy['cpu_s_per_1000_pages'], 1)}); ratio {_n(ratio, 2)}; end to end "
-        f"{_n(e2e['wall_s'])} s vs Scrapy {_n(scrapy['wall_s'])} s"
+        f"{_n(e2e['wall_s'])} s vs Scrapy {_n(scrapy['wall_s'])} s; trawl's gaps under the "
+        f"minimum {r['politeness']['trawl']['gaps_below_min']}; {_checks(r.get('checks', {}))}"
     )
+
+
+def _checks(checks: dict[str, bool]) -> str:
+    failed = [name for name, ok in checks.items() if not ok]
+    return f"failed: {', '.join(failed)}" if failed else "all checks pass"
 
 
 def politeness_row(r: dict[str, Any]) -> str:
@@ -103,13 +109,10 @@ def scale_row(r: dict[str, Any]) -> str:
 
 
 def traps_row(r: dict[str, Any]) -> str:
-    checks = r["checks"]
-    failed = [k for k, ok in checks.items() if not ok]
     o = r["ordinary"]
-    verdict = "all checks pass" if not failed else "failed: " + ", ".join(failed)
     return (
         f"{len(r['cycles'])} cycles: ordinary hosts {o['fetched']} of {o['reachable']} "
-        f"pages; {r['deferred_urls']:,} URLs deferred; {verdict}"
+        f"pages; {r['deferred_urls']:,} URLs deferred; {_checks(r['checks'])}"
     )
 
 
