@@ -196,6 +196,11 @@ class FetchTask:
             self.emit(visit.row)
 
     def visit(self, host: str, item: Mapping[str, Any]) -> Visit:
+        why = self.stopped.get(host)
+        if why is not None:
+            # queued by another worker's release just as the host was stopped
+            row = self.unfetched_row(item, FetchOutcome.DEFERRED, error=why)
+            return Visit(row, 0.0, failed=False, no_request=True)
         origin = origin_of(str(item["url"]))
         ip = self.ips[host]
         rules = self.rules.get(origin)
