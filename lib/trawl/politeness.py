@@ -169,11 +169,6 @@ class HostScheduler(Generic[T]):
         with self._cond:
             self._hosts[name].work.appendleft(item)
 
-    def add_item(self, name: str, item: T) -> None:
-        """Append work to a known host."""
-        with self._cond:
-            self._extend(name, [item])
-
     def _extend(self, name: str, items: list[T]) -> None:
         """Append work to a known host (lock held). A host with work is in
         the heap, waits for its address or is busy; one without is none of
