@@ -382,7 +382,7 @@ def _chosen_columns() -> list[Column | str]:
     ]
 
 
-def _shares(hosts: DataFrame, by: str, cap: str) -> Column:
+def _shares(by: str, cap: str) -> Column:
     """Each host's share of what ``cap`` leaves its ``by`` (address group or
     domain) after the chosen URLs: split evenly over the group's hosts in the
     fetch list, the remainder to the first hosts by name."""
@@ -420,8 +420,8 @@ def with_follow_quota(chosen: DataFrame, crawldb: DataFrame, ctx: StageContext) 
     )
     quota = F.least(
         F.col("host_cap") - F.col("n"),
-        _shares(per_host, "group", "group_cap"),
-        _shares(per_host, "domain", "domain_cap"),
+        _shares("group", "group_cap"),
+        _shares("domain", "domain_cap"),
     )
     following = per_host.select("host", "host_bucket", quota.alias("q")).filter("q > 0")
     quotas = {r["host"]: (int(r["host_bucket"]), int(r["q"])) for r in following.collect()}
