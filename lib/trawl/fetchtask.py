@@ -7,7 +7,9 @@ rules from hostdb's cached copy or fetches robots.txt first, and lets
 ``fetch.threads_per_task`` workers take (host, URL) pairs from the politeness
 scheduler. Every URL of the fetchlist comes out as exactly one ``page`` row:
 fetched, denied, deferred, blocked, or ``not_reached`` when the segment's
-time limit came first (released for the next cycle, never lost).
+time limit came first (released for the next cycle, never lost). A host whose
+next allowed visit falls after the time limit is not waited for: once no
+host can be visited before it, the task ends (``HostScheduler.acquire``).
 
 Decisions taken on the way (the rules: ``trawl.fetchrules``), each recorded in
 the row (``robots_decision`` or ``error``) and counted by the fetch job:
@@ -15,9 +17,11 @@ the row (``robots_decision`` or ``error``) and counted by the fetch job:
 - robots.txt unreachable (5xx, 429, network error): the last usable copy from
   hostdb is used if there is one (RFC 9309 2.4 allows it past 24 h in that
   case); without one the host is completely disallowed (2.3.1.4) and its URLs
-  deferred after ``ROBOTS_ATTEMPTS`` tries with back-off, until the outage
-  passes ``robots.unreachable_fallback_s`` (30 days), after which the host
-  counts as having no robots.txt;
+  deferred after ``ROBOTS_ATTEMPTS`` tries with back-off -- or sooner, once
+  the back-off (doubling, and carried over in hostdb) puts the next try past
+  the time limit or more than ``robots.max_crawl_delay_s`` away --, until the
+  outage passes ``robots.unreachable_fallback_s`` (30 days), after which the
+  host counts as having no robots.txt;
 - a Crawl-delay above ``robots.max_crawl_delay_s``: one request this segment,
   the host's other URLs deferred, its next visit not before the full delay;
 - ``politeness.max_failures`` failures in a row: the host's other URLs
@@ -209,6 +213,8 @@ class FetchTask:
         if rules.unreachable:
             # RFC 9309 2.3.1.4: unreachable robots.txt means complete disallow;
             # the URLs are not gone, they wait for the host to answer again.
+            # (Mostly stopped right after the last try, by after_request; this
+            # is an item another worker took from the host just before that.)
             self.stop(host, FetchOutcome.DEFERRED, "robots_unreachable", robots=True)
             return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
         if not rules.allowed(str(item["url"])):
@@ -281,9 +287,12 @@ class FetchTask:
         return visit
 
     def after_request(self, host: str, item: Mapping[str, Any], visit: Visit) -> None:
-        """Decisions that follow a request: over-cap Crawl-delay, a failing host."""
-        crawl_delay = self.rules.get(origin_of(str(item["url"])))
-        delay = crawl_delay.crawl_delay() if crawl_delay else None
+        """Decisions that follow a request (and its release, so the host's
+        next gap is known): over-cap Crawl-delay, a failing host, robots.txt
+        unreachable with no try left to wait for."""
+        origin = origin_of(str(item["url"]))
+        rules = self.rules.get(origin)
+        delay = rules.crawl_delay() if rules else None
         if self.rule.over_cap(delay) and visit.row.get("kind") == "page":
             assert delay is not None
             # Never faster than asked: hostdb carries the full delay to the next visit.
@@ -291,6 +300,22 @@ class FetchTask:
             self.stop(host, FetchOutcome.DEFERRED, "crawl_delay_over_cap")
         elif self.scheduler.failures(host) >= self.cfg.politeness.max_failures:
             self.stop(host, FetchOutcome.DEFERRED, "host_failing")
+        elif rules is not None and rules.unreachable and not self.robots_retry_due(host, origin):
+            # RFC 9309 2.3.1.4: complete disallow; the URLs wait for the host
+            # to answer again, in a later segment.
+            self.stop(host, FetchOutcome.DEFERRED, "robots_unreachable", robots=True)
+
+    def robots_retry_due(self, host: str, origin: str) -> bool:
+        """Is robots.txt, unreachable just now, tried again in this task?
+        Only while a try is left (``ROBOTS_ATTEMPTS``) and the host's back-off
+        lets it start before the deadline and within
+        ``robots.max_crawl_delay_s`` (the longest a host is waited for between
+        two requests in a segment). Otherwise the host is stopped at once:
+        waiting out a doubling gap (carried over in hostdb) for a try would
+        hold the task, and the segment, open to its time limit."""
+        if self.robots_tries[origin] >= ROBOTS_ATTEMPTS:
+            return False
+        return self.scheduler.wait_s(host) <= self.rule.max_crawl_delay_s
 
     def plan_follow(self, host: str, items: list[Mapping[str, Any]]) -> None:
         """The host's room for followed links (``fetch.follow_depth``) and

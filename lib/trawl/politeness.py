@@ -26,7 +26,13 @@ needs no coordination. Rules:
   address allows one request in flight and ``min_delay`` between any two, so
   a host's Crawl-delay or back-off holds up only that host;
 - an operator's minimum delay for a host (``set_min_delay``) is a floor, and
-  ``stop_host`` takes a blocked host's work out while others run on.
+  ``stop_host`` takes a blocked host's work out while others run on;
+- the task's deadline (the segment's time limit) ends the waiting: a host
+  whose next allowed time is at or past it cannot be visited in this task,
+  so it is not waited for. Once no queued host can start before the deadline
+  and nothing is in flight, ``acquire`` returns None at once and ``drain``
+  gives the rest back (the task releases it as not reached), instead of
+  every worker sleeping until the deadline for nothing.
 
 Why our own scheduler rather than a library: the rule set is small, but it has
 to combine a per-host heap, a per-IP lock and a task deadline under one lock
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -108,7 +115,9 @@ class HostScheduler(Generic[T]):
     """Hands out (host, work item) pairs to worker threads, politely.
 
     ``acquire`` blocks until some host may be visited and returns it with its
-    next item, or returns None once no work is left or the deadline passed.
+    next item, or returns None once no work is left that could start before
+    the deadline (none queued and none in flight to bring more) or the
+    deadline passed.
     Every acquire must be followed by ``release`` with the outcome timing.
     """
 
@@ -218,9 +227,14 @@ class HostScheduler(Generic[T]):
         with self._cond:
             while True:
                 now = self._clock()
-                if now >= self.deadline or (not self._heap and self._in_flight == 0):
+                if now >= self.deadline:
                     return None
-                if not self._heap:
+                if not self._heap or self._heap[0][0] >= self.deadline:
+                    # Nothing queued can start before the deadline (the heap's
+                    # first time is the earliest): the task is done, unless a
+                    # visit in flight may still bring work that can.
+                    if self._in_flight == 0:
+                        return None
                     self._wait(self._cond, min(1.0, self.deadline - now))
                     continue
                 ready_at, seq, name = self._heap[0]
@@ -308,6 +322,17 @@ class HostScheduler(Generic[T]):
                 host.work.clear()
             self._heap.clear()
             return left
+
+    def wait_s(self, name: str) -> float:
+        """Seconds until the host's next request may start, by its own clock
+        and its address's; infinite when that is at or past the deadline,
+        so the request cannot be made in this task."""
+        with self._cond:
+            host = self._hosts[name]
+            start = max(host.next_allowed, self._ips[host.ip].next_allowed)
+            if start >= self.deadline:
+                return math.inf
+            return max(start - self._clock(), 0.0)
 
     def gap_of(self, name: str) -> float:
         with self._cond:

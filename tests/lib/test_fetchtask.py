@@ -413,6 +413,91 @@ def test_a_failing_host_is_paused_after_max_failures(model: WebModel, tmp_path: 
     assert {r["error"] for r in pages.values()} == {"host_failing"}
 
 
+def run_in_thread(
+    items: list[dict[str, Any]], cfg: Config, time_limit_s: float
+) -> list[dict[str, Any]]:
+    """The task's rows; it must end well before ``time_limit_s`` (a task
+    still waiting for a host it cannot visit in time would not)."""
+    rows: list[dict[str, Any]] = []
+    task = threading.Thread(
+        target=lambda: rows.extend(run_fetch_task(items, cfg, "seg1", 0, None, time_limit_s)),
+        daemon=True,  # on failure, left to wait out its time limit
+    )
+    task.start()
+    task.join(120)
+    assert not task.is_alive(), "the task waited for a host it cannot visit in time"
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("carried_gap", "extra", "time_limit_s", "tries"),
+    [
+        # hostdb's back-off of 128 s doubles to 256 s: past robots.max_crawl_delay_s
+        (128.0, (), 900.0, 1),
+        # 16 s is within the cap, but the next try would start after the time limit
+        (8.0, (), 10.0, 1),
+        # 1 s to the second try is within a cap of 1.5 s, 2 s to the third is not
+        (0.5, ("robots.max_crawl_delay_s=1.5",), 900.0, 2),
+    ],
+)
+def test_an_unreachable_robots_txt_is_not_waited_for_past_the_cap_or_the_time_limit(
+    model: WebModel,
+    tmp_path: Path,
+    carried_gap: float,
+    extra: tuple[str, ...],
+    time_limit_s: float,
+    tries: int,
+) -> None:
+    # A 5xx robots.txt with a back-off carried over in hostdb: when the next
+    # try cannot come within the cap or before the time limit, the host is
+    # deferred at once (RFC 9309 2.3.1.4: complete disallow meanwhile), and
+    # the task ends with its other hosts instead of holding the segment open.
+    host = _unreachable_host(model)
+    other = next(h for h in model.hosts if h.robots_status == 200 and len(h.pages) > 3)
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] in (host, other.name)]
+        for item in items:
+            if item["host"] == host:
+                item["delay_s"] = carried_gap
+        rows = run_in_thread(items, config(web, *extra), time_limit_s)
+    log = read_log(web.access_log)
+    assert [r["path"] for r in log if r["host"] == host] == ["/robots.txt"] * tries
+    robots = [r for r in rows if r["kind"] == "robots" and r["host"] == host]
+    assert len(robots) == tries
+    assert robots[-1]["delay_s"] == pytest.approx(carried_gap * 2**tries)  # hostdb's next gap
+    pages = page_rows(rows)
+    assert set(pages) == {i["url"] for i in items}
+    mine = [r for r in pages.values() if r["host"] == host]
+    assert {(r["outcome"], r["robots_decision"]) for r in mine} == {
+        ("deferred", "robots_unreachable")
+    }
+    # the other host is fetched as ever
+    theirs = [r for r in pages.values() if r["host"] == other.name]
+    assert theirs and not {r["outcome"] for r in theirs} & {"deferred", "not_reached"}
+
+
+def test_a_host_due_after_the_time_limit_is_released_without_waiting(
+    model: WebModel, tmp_path: Path
+) -> None:
+    # hostdb says the host may not be visited for two hours, the time limit
+    # is 15 minutes: its URLs are not reached, and the task ends as soon as
+    # the other host is done rather than at the time limit.
+    late, other = [h for h in model.hosts if h.robots_status == 200 and len(h.pages) > 3][:2]
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] in (late.name, other.name)]
+        for item in items:
+            if item["host"] == late.name:
+                item["next_allowed_at"] = datetime.now(UTC) + timedelta(hours=2)
+        rows = run_in_thread(items, config(web), time_limit_s=900.0)
+    assert [r for r in read_log(web.access_log) if r["host"] == late.name] == []
+    pages = page_rows(rows)
+    assert set(pages) == {i["url"] for i in items}
+    mine = [r for r in pages.values() if r["host"] == late.name]
+    assert {(r["outcome"], r["error"]) for r in mine} == {("not_reached", "time_limit")}
+    theirs = [r for r in pages.values() if r["host"] == other.name]
+    assert theirs and "not_reached" not in {r["outcome"] for r in theirs}
+
+
 # --- Crawl-delay above the cap ------------------------------------------------------------------
 def test_crawl_delay_over_the_cap_gets_one_request_and_defers_the_rest(
     model: WebModel, tmp_path: Path

@@ -10,6 +10,7 @@ worker thread would do. One test at the end uses real threads and real time.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from collections import defaultdict
@@ -380,7 +381,9 @@ def test_deadline_stops_acquire_and_drain_returns_the_rest() -> None:
         got.append((clock.t, job))
         s.release(job[0], 0.0)
     assert got == [(0.0, ("a", "1")), (1.0, ("a", "2")), (2.0, ("a", "3"))]
-    assert clock.t == pytest.approx(2.5)  # waited only up to the deadline
+    # a's next visit (3.0) and b's (100.0) fall after the deadline: not waited for
+    assert clock.t == pytest.approx(2.0)
+    assert clock.sleeps == pytest.approx([1.0, 1.0])
     assert sorted(s.drain()) == [("a", "4"), ("a", "5"), ("b", "x")]
     assert s.drain() == []
     assert s.acquire() is None
@@ -393,6 +396,39 @@ def test_acquire_after_deadline_returns_none_at_once() -> None:
     assert s.acquire() is None
     assert clock.sleeps == []
     assert s.drain() == [("a", "1")]
+
+
+def test_a_host_due_after_the_deadline_is_not_waited_for() -> None:
+    # hostdb's next allowed visit (or a back-off) past the deadline: the host
+    # cannot be visited in this task, so acquire ends at once instead of
+    # sleeping to the deadline; drain gives its work back.
+    clock = FakeClock()
+    s = scheduler(clock, deadline=50.0)
+    s.add_host("late", "10.0.0.1", ["l1", "l2"], not_before=50.0)
+    assert s.acquire() is None
+    assert clock.sleeps == []
+    assert s.drain() == [("late", "l1"), ("late", "l2")]
+
+
+def test_wait_s_is_the_time_to_the_next_request_or_infinite_past_the_deadline() -> None:
+    clock = FakeClock()
+    s = scheduler(clock, deadline=50.0)
+    s.add_host("a", "10.0.0.1", ["1", "2", "3"])
+    s.add_host("b", "10.0.0.1", ["b1"])
+    assert s.wait_s("a") == 0.0
+    assert s.acquire() == ("a", "1")
+    clock.t = 0.5
+    s.release("a", 0.05)  # gap 1.0: next at 1.5, and the address's at 1.5
+    assert s.wait_s("a") == pytest.approx(1.0)
+    assert s.wait_s("b") == pytest.approx(1.0)  # b's own clock allows it: its address's counts
+    assert s.acquire() == ("b", "b1")
+    assert clock.t == pytest.approx(1.5)
+    s.release("b", 0.0)  # the address: next at 2.5
+    assert s.wait_s("a") == pytest.approx(1.0)
+    assert s.acquire() == ("a", "2")
+    s.release("a", 0.0, failed=True, retry_after_s=47.5)  # next at 50.0: the deadline
+    assert s.wait_s("a") == math.inf
+    assert s.wait_s("b") == pytest.approx(1.0)
 
 
 def test_host_without_items_is_never_handed_out() -> None:
@@ -566,6 +602,21 @@ def test_hosts_sharing_an_ip_take_turns() -> None:
     # Four slots fit before the deadline (0, 1.1, 2.2, 3.3): both hosts get some.
     assert len(visits) == 4
     assert {v.host for v in visits} == {"a", "b"}
+
+
+def test_simulated_workers_end_when_nothing_left_fits_before_the_deadline() -> None:
+    # a fails every time: its gap doubles (2, 4, 8, 16) until its next visit
+    # falls past the deadline, while b works through its list meanwhile. The
+    # workers end with a's last visit, not at the deadline.
+    sim = Sim(RULE, 2, {"a": 0.1, "b": 0.1}, failing={"a"}, deadline=20.0)
+    sim.add("a", "ip1", [f"a{i}" for i in range(10)])
+    sim.add("b", "ip2", [f"b{i}" for i in range(10)])
+    visits = sim.run()
+    # a at 0, 2.1, 6.2 and 14.3 (next: 30.4); b every 1.1 s up to 9.9
+    assert [v.start for v in visits if v.host == "a"] == pytest.approx([0.0, 2.1, 6.2, 14.3])
+    assert len([v for v in visits if v.host == "b"]) == 10
+    assert sim.t == pytest.approx(14.4)  # a's last visit ended: no wait to 20.0
+    assert sim.sched.drain() == [("a", f"a{i}") for i in range(4, 10)]
 
 
 def test_simulated_deadline_leaves_work_for_drain() -> None:
