@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from trawl import __version__
 from trawl.archive import export_captures
 from trawl.cdxj import merge_indexes, write_index
-from trawl.stages.common import StageContext
+from trawl.stages.common import StageContext, materialize, release
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
 from trawl.stages.export import Selection, select_captures
@@ -265,10 +265,10 @@ def run_dedup(ctx: StageContext) -> dict[str, Any]:
 
 def run_events(ctx: StageContext) -> dict[str, Any]:
     _fetched_segment(ctx)
-    events = segment_events(ctx).cache()
+    events = materialize(segment_events(ctx))
     counts = {r["event"]: r["count"] for r in events.groupBy("event").count().collect()}
     merge_events(events, ctx)
-    events.unpersist()
+    release(events)
     counters = [(f"events/{name}", n) for name, n in sorted(counts.items())]
     write_counters(ctx.spark, ctx.root, ctx.segment, "events", counters)
     return {"segment": ctx.segment, **dict(counters)}

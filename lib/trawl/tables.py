@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from trawl.schemas import (
@@ -152,8 +153,14 @@ def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: f
 
 
 def ensure_all(spark: SparkSession, root: str) -> None:
-    for name in TABLES:
-        ensure_table(spark, root, name)
+    """Every table of the crawl exists. The first time in a process each
+    table's log is read or its first commit written, about a second apiece
+    of driver work and small jobs; done for all tables at once, from a few
+    threads (one Spark session takes jobs from many), that is a few seconds
+    instead of ten or more."""
+    todo = [name for name in TABLES if table_path(root, name) not in _ENSURED]
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="ensure-table") as pool:
+        list(pool.map(lambda name: ensure_table(spark, root, name), todo))
 
 
 def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:

@@ -47,7 +47,7 @@ from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 from trawl.config import DedupConfig
 from trawl.neardup import canonical_key, key_masks, marking
-from trawl.stages.common import StageContext, map_records
+from trawl.stages.common import StageContext, map_records, materialize, release
 from trawl.stages.updatedb import admitted_links, discovered_links
 from trawl.status import HAS_CONTENT, CrawlStatus
 from trawl.tables import delta_table, read_segment_table, read_table, replace_rows
@@ -311,17 +311,17 @@ def cluster_rows(pages: DataFrame, labels: DataFrame, touched: DataFrame) -> Dat
 def dedup(ctx: StageContext) -> DedupReport:
     spark, root, cfg = ctx.spark, ctx.root, ctx.cfg.dedup
     report = DedupReport()
-    fetch = read_segment_table(spark, root, ctx.segment, "fetch").cache()
+    fetch = materialize(read_segment_table(spark, root, ctx.segment, "fetch"))
     earlier = read_table(spark, root, "content").filter(F.col("first_segment") != ctx.segment)
     seen = earlier.select("content_sha256", F.lit(False).alias("is_new"))
     seg = segment_contents(fetch, ctx).join(seen, "content_sha256", "left")
-    seg = seg.withColumn("is_new", F.coalesce("is_new", F.lit(True))).cache()
+    seg = materialize(seg.withColumn("is_new", F.coalesce("is_new", F.lit(True))))
     totals = seg.agg(F.count("*"), F.sum(F.col("is_new").cast("int"))).first()
     assert totals is not None
     report.contents, report.new_contents = totals[0], totals[1] or 0
     new = seg.filter("is_new").drop("is_new")
 
-    pairs = near_pairs(new.dropDuplicates(["node"]), earlier, cfg).cache()
+    pairs = materialize(near_pairs(new.dropDuplicates(["node"]), earlier, cfg))
     report.new_pairs = pairs.count()
     replace_rows(pairs.withColumn("segment", F.lit(ctx.segment)), root, "neardup",
                  f"segment = '{ctx.segment}'")  # fmt: skip
@@ -329,10 +329,10 @@ def dedup(ctx: StageContext) -> DedupReport:
         merge_content(new, ctx)
 
     labels, report.label_rounds = components(read_table(spark, root, "neardup"))
-    pages = content_pages(read_table(spark, root, "crawldb"), cfg.method).cache()
+    pages = materialize(content_pages(read_table(spark, root, "crawldb"), cfg.method))
     touched = touched_labels(pages, labels, fetch.filter("kind = 'page'"), pairs)
-    clusters = cluster_rows(pages, labels, touched).cache()
-    marks = markings(clusters, cfg).join(pages.select(*KEY), "url").cache()
+    clusters = materialize(cluster_rows(pages, labels, touched))
+    marks = materialize(markings(clusters, cfg).join(pages.select(*KEY), "url"))
     for row in marks.groupBy("status").count().collect():
         if row["status"] == CrawlStatus.DUPLICATE.value:
             report.marked = row["count"]
@@ -342,8 +342,7 @@ def dedup(ctx: StageContext) -> DedupReport:
     if report.marked or report.restored:
         merge_marks(marks, ctx)
     report.unfollowed = unfollow_links(fetch, ctx)
-    for frame in (fetch, seg, pairs, pages, clusters, marks):
-        frame.unpersist()
+    release(fetch, seg, pairs, pages, clusters, marks)
     return report
 
 
@@ -397,7 +396,7 @@ def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
         .agg(F.min(F.col("dup").cast("int")).alias("only_dups"))
         .filter("only_dups = 1")
     )
-    victims = (
+    victims = materialize(
         crawldb.filter(
             (F.col("discovered_segment") == ctx.segment)
             & (F.col("status") == CrawlStatus.UNFETCHED.value)
@@ -407,7 +406,6 @@ def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
         )
         .join(only, KEY, "left_semi")
         .select(*KEY)
-        .cache()
     )
     count = victims.count()
     if count:
@@ -421,5 +419,5 @@ def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
             .whenMatchedDelete()
             .execute()
         )
-    victims.unpersist()
+    release(victims)
     return count

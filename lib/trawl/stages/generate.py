@@ -39,7 +39,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from trawl.packing import assign_tasks
 from trawl.resolver import AddressRefused, Resolver
 from trawl.schemas import FETCHLIST_SCHEMA
-from trawl.stages.common import StageContext, map_records
+from trawl.stages.common import StageContext, map_records, materialize, release
 from trawl.tables import delta_table, read_table
 
 # What the fetch task needs to know of a host from hostdb: its politeness
@@ -510,21 +510,23 @@ class Generated:
     cached: list[DataFrame]
 
     def release(self) -> None:
-        for frame in self.cached:
-            frame.unpersist()
+        release(*self.cached)
 
 
 def generate(ctx: StageContext) -> Generated:
     spark, root = ctx.spark, ctx.root
     hostdb = read_table(spark, root, "hostdb")
-    ranked = rank_due(
-        read_table(spark, root, "crawldb"),
-        hostdb,
-        read_table(spark, root, "policy"),
-        ctx,
-        read_table(spark, root, "domainlinks"),
-    ).cache()
+    ranked = materialize(
+        rank_due(
+            read_table(spark, root, "crawldb"),
+            hostdb,
+            read_table(spark, root, "policy"),
+            ctx,
+            read_table(spark, root, "domainlinks"),
+        )
+    )
     crawldb = read_table(spark, root, "crawldb")
-    chosen = with_follow_quota(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx).cache()
-    deferred = over_budget(ranked, ctx).cache()
+    chosen = with_follow_quota(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx)
+    chosen = materialize(chosen)
+    deferred = materialize(over_budget(ranked, ctx))
     return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred])

@@ -16,7 +16,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from trawl.frontier import SeedError, admit, parse_seed_line, url_filter
 from trawl.schemas import CRAWLDB_SCHEMA
-from trawl.stages.common import StageContext, map_records
+from trawl.stages.common import StageContext, map_records, materialize, release
 from trawl.tables import delta_table, read_table
 
 # Candidate rows carry the crawldb columns plus a rejection reason.
@@ -92,7 +92,7 @@ def inject(
             lines = part if lines is None else lines.unionByName(part)
     if lines is None:
         raise ValueError("nothing to inject: give seed files or --sitemaps files")
-    candidates = seed_candidates(ctx, lines).cache()
+    candidates = materialize(seed_candidates(ctx, lines))
     report = InjectReport()
     for row in candidates.groupBy("rejected").count().collect():
         report.lines += row["count"]
@@ -105,11 +105,13 @@ def inject(
     )
     buckets = [r[0] for r in accepted.select("host_bucket").distinct().collect()]
     existing = read_table(spark, ctx.root, "crawldb").filter(F.col("host_bucket").isin(buckets))
-    new = accepted.join(
-        existing.select("host_bucket", "url_fp", "url"),
-        ["host_bucket", "url_fp", "url"],
-        "left_anti",
-    ).cache()
+    new = materialize(
+        accepted.join(
+            existing.select("host_bucket", "url_fp", "url"),
+            ["host_bucket", "url_fp", "url"],
+            "left_anti",
+        )
+    )
     report.accepted = new.count()
     report.duplicates = report.lines - sum(report.rejected.values()) - report.accepted
     (
@@ -122,6 +124,5 @@ def inject(
         .whenNotMatchedInsertAll()
         .execute()
     )
-    candidates.unpersist()
-    new.unpersist()
+    release(candidates, new)
     return report

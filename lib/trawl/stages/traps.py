@@ -20,7 +20,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from trawl.budgets import COUNTER_DIGITS, ORIGIN_PREFIX
 from trawl.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
 from trawl.sessionparams import param_variants
-from trawl.stages.common import StageContext, map_records
+from trawl.stages.common import StageContext, map_records, materialize, release
 from trawl.tables import read_table, replace_rows, table_path
 from trawl.urlnorm import registered_domain
 
@@ -183,11 +183,10 @@ def add_domain_links(pairs: DataFrame, ctx: StageContext) -> int:
     """Append the pairs ``domainlinks`` does not have yet (a re-run finds
     none left to add); returns how many were added."""
     known = read_table(ctx.spark, ctx.root, "domainlinks").select("from_domain", "to_domain")
-    added = (
+    added = materialize(
         pairs.join(known, ["from_domain", "to_domain"], "left_anti")
         .withColumn("first_segment", F.lit(ctx.segment))
         .withColumn("last_segment", F.lit(ctx.segment))
-        .cache()
     )
     count = added.count()
     if count:
@@ -195,5 +194,5 @@ def add_domain_links(pairs: DataFrame, ctx: StageContext) -> int:
         added.select(*cols).write.format("delta").mode("append").save(
             table_path(ctx.root, "domainlinks")
         )
-    added.unpersist()
+    release(added)
     return count

@@ -34,7 +34,7 @@ from trawl.frontier import admit, url_filter
 from trawl.hoststate import merge_host
 from trawl.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
 from trawl.sessionparams import strip_params
-from trawl.stages.common import StageContext, map_records, sql_in
+from trawl.stages.common import StageContext, map_records, materialize, release, sql_in
 from trawl.stages.inject import CANDIDATE_SCHEMA
 from trawl.stages.traps import (
     KEY,
@@ -258,7 +258,7 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
 
 def updatedb(ctx: StageContext) -> UpdateReport:
     spark, root = ctx.spark, ctx.root
-    fetch = read_segment_table(spark, root, ctx.segment, "fetch").cache()
+    fetch = materialize(read_segment_table(spark, root, ctx.segment, "fetch"))
     pages = fetch.filter(F.col("kind") == "page")
     report = UpdateReport(fetched_rows=pages.count())
     page_buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
@@ -266,13 +266,13 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     sources = link_sources(fetch, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"))
 
     learned = session_params(pages, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"), ctx)
-    candidates = admitted_links(discovered_links(sources), ctx, learned).cache()
+    candidates = materialize(admitted_links(discovered_links(sources), ctx, learned))
     admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
     buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
     touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
     seen = touched.select(*KEY, F.col("discovered_segment").alias("_seen_in"))
     # cached: the caps, the rejected rows and the changes all read it
-    looked_up = admitted.join(seen, KEY, "left").cache()
+    looked_up = materialize(admitted.join(seen, KEY, "left"))
     new, over = cap_new_urls(
         looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
         looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
@@ -297,21 +297,19 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     # out by broadcast keys before the wide joins, which then shuffle only
     # them rather than every row of the touched buckets.
     known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
-    changes = (
+    changes = materialize(
         updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
         .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
         .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
-        .cache()
     )
     report.new_urls = changes.filter("_op = 'insert'").count()
     merge_crawldb(changes, buckets, ctx)
     report.domain_links = add_domain_links(domain_pairs(sources), ctx)
 
-    hosts = host_rows(read_table(spark, root, "hostdb"), fetch, ctx).cache()
+    hosts = materialize(host_rows(read_table(spark, root, "hostdb"), fetch, ctx))
     report.hosts = hosts.count()
     merge_hostdb(hosts, ctx)
-    for frame in (fetch, candidates, looked_up, changes, hosts):
-        frame.unpersist()
+    release(fetch, candidates, looked_up, changes, hosts)
     return report
 
 
