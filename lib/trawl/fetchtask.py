@@ -38,7 +38,8 @@ the row (``robots_decision`` or ``error``) and counted by the fetch job:
   ``follow_depth`` steps from a generated page and within each host's room
   from generate (``follow_quota``); the rules are ``follow_links``'. Their
   rows name the page (``linked_from``); updatedb adds them to crawldb as
-  fetched;
+  fetched. A link robots.txt in force disallows is recorded as denied at
+  once, with no request and none of the host's room;
 - soft 404s (``trawl.soft404``, ``traps.soft404_probe``): a host with no
   probe in hostdb, or one older than ``traps.soft404_reprobe_s``, is asked
   once for a path that cannot exist, after robots.txt and before its first
@@ -344,18 +345,21 @@ class FetchTask:
                 found[link["host"]].append(link)
         return found
 
-    def _claim(self, record: Mapping[str, Any], linked: bool) -> bool:
+    def _claim(self, record: Mapping[str, Any], linked: bool, room: bool = True) -> bool:
         """Take ``record``'s URL for this task, once: its host is one of the
-        task's and still fetched, and, for a followed link, has room left and
-        the URL is not in crawldb."""
+        task's and still fetched, and, for a followed link, the URL is not in
+        crawldb and (``room``: it is to be requested) the host has room left."""
         host = record["host"]
         with self._lock:
             if host not in self.first_item or host in self.stopped or record["url"] in self.seen:
                 return False
             if linked:
-                if self.follow_room.get(host, 0) <= 0 or record["url_fp"] in self.known[host]:
+                if record["url_fp"] in self.known[host]:
                     return False
-                self.follow_room[host] -= 1
+                if room:
+                    if self.follow_room.get(host, 0) <= 0:
+                        return False
+                    self.follow_room[host] -= 1
             self.seen.add(record["url"])
             return True
 
@@ -381,12 +385,6 @@ class FetchTask:
         )
         queued.update(fields)
         return queued
-
-    def _denied(self, url: str) -> bool:
-        """robots.txt known in this task keeps ``url`` out (or keeps its host
-        out while unreachable); unknown rules are decided when it is visited."""
-        rules = self.rules.get(origin_of(url))
-        return rules is not None and (rules.unreachable or not rules.allowed(url))
 
     def follow(self, item: Mapping[str, Any], target: str) -> Row | None:
         """A redirect target, as an item of its host, if it is followed here."""
@@ -421,10 +419,14 @@ class FetchTask:
         as items of their hosts: within ``follow_depth`` steps of a generated
         page, no nofollow, no query string (updatedb strips learned session
         ids and caps path patterns: such links wait for it), counter runs
-        within ``traps.max_counter_run``, admitted by the URL filters and by
-        robots.txt as far as the task knows it, new to crawldb and this task,
-        and within their host's room. Each step takes
-        the depth, counter run and share of score updatedb gives the link."""
+        within ``traps.max_counter_run``, admitted by the URL filters, new to
+        crawldb and this task, and within their host's room. A link the
+        task's robots.txt copy disallows is not queued but recorded as denied
+        there and then; a link of a host whose robots.txt is unreachable waits
+        for updatedb, one whose robots.txt the task has not read yet is
+        decided when visited. Each step
+        takes the depth, counter run and share of score updatedb gives the
+        link."""
         step = int(item.get("follow_step") or 0)
         if step >= self.cfg.fetch.follow_depth:
             return []
@@ -445,22 +447,35 @@ class FetchTask:
                 url, self.cfg, self.url_filter, source="outlink", depth=depth, score=share,
                 at=now, segment=None,
             )  # fmt: skip
-            if record is None or "?" in record["url"] or self._denied(record["url"]):
-                continue  # robots.txt in force says no: updatedb records the link
-            if not self._claim(record, linked=True):
+            if record is None or "?" in record["url"]:
                 continue
-            out.append(
-                self._queued_item(
-                    item,
-                    record,
-                    depth=depth,
-                    counter_run=run,
-                    score=share,
-                    is_sitemap=bool(link.get("sitemap")),
-                    follow_step=step + 1,
-                    linked_from=source,
-                )
+            rules = self.rules.get(origin_of(record["url"]))
+            if rules is not None and rules.unreachable:
+                continue  # complete disallow for now: updatedb records the link
+            denied = rules is not None and not rules.allowed(record["url"])
+            # a denied link makes no request, so it takes none of the host's room
+            if not self._claim(record, linked=True, room=not denied):
+                continue
+            queued = self._queued_item(
+                item,
+                record,
+                depth=depth,
+                counter_run=run,
+                score=share,
+                is_sitemap=bool(link.get("sitemap")),
+                follow_step=step + 1,
+                linked_from=source,
             )
+            if denied:
+                # RFC 9309 2.2.2: not requested. Decided now, by the copy in
+                # force -- the one the next segment would decide it by (hostdb
+                # keeps it robots.cache_ttl_s) -- so it is not generated again
+                # only to be denied there.
+                assert rules is not None
+                row = self._no_request(queued, FetchOutcome.ROBOTS_DENIED, denied_decision(rules))
+                self.emit(row.row)
+            else:
+                out.append(queued)
         return out
 
     def stop(self, host: str, outcome: FetchOutcome, why: str, robots: bool = False) -> None:

@@ -760,12 +760,6 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
     followed = {u: r for u, r in by_url.items() if r["linked_from"] is not None}
     assert len(followed) > 3 * len(homes)
     assert set(by_url) == homes | set(followed)
-    for url, row in followed.items():
-        source = by_url[row["linked_from"]]  # the page that led here was fetched here
-        assert source["outcome"] == "success" and url in followable(source, hosts)
-        assert row["depth"] == source["depth"] + 1
-        if row["host"] == source["host"]:  # its robots.txt was read before the source
-            assert row["outcome"] != "robots_denied"
 
     def robots_allow(url: str) -> bool:
         host, path = urlnorm.host_of(url), "/" + url.split("/", 3)[3]
@@ -776,10 +770,30 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
             and not model.is_disallowed(host, path, AGENT)
         )
 
+    for url, row in followed.items():
+        source = by_url[row["linked_from"]]  # the page that led here was fetched here
+        assert source["outcome"] == "success" and url in followable(source, hosts)
+        assert row["depth"] == source["depth"] + 1
+        if row["host"] == source["host"]:  # its robots.txt was read before the source
+            # so a disallowed link is recorded as denied there and then
+            assert (row["outcome"] == "robots_denied") == (not robots_allow(url))
+        if row["outcome"] == "robots_denied":
+            assert row.get("http_status") is None  # no request (robots_audit below)
+
+    denied_here = 0
     for row in by_url.values():
         if row["outcome"] == "success":
             wanted = {u for u in followable(row, hosts) if robots_allow(u)}
             assert wanted <= set(by_url), row["url"]
+            # same-host links robots.txt disallows: each has its denied row
+            refused = {
+                u
+                for u in followable(row, hosts)
+                if urlnorm.host_of(u) == row["host"] and not robots_allow(u)
+            }
+            assert {u for u in refused if by_url[u]["outcome"] == "robots_denied"} == refused
+            denied_here += len(refused)
+    assert denied_here  # the web has such links: the rule was exercised
     reachable = {f"http://{h}:{port}{p}" for h, p in model.reachable(sorted(homes), AGENT)}
     answered = {u for u, r in by_url.items() if r.get("http_status") is not None}
     assert answered <= {urlnorm.normalize(u) for u in reachable}
@@ -814,8 +828,14 @@ def test_following_keeps_to_the_room_the_depth_and_the_known_urls(
             list(run_fetch_task(items, config(web, "fetch.follow_depth=1"), "s2", 0, None, 60))
         )
         off = page_rows(list(run_fetch_task(items, config(web), "s3", 0, None, 60)))
-    by_host = Counter(urlnorm.host_of(u) for u, r in open_rows.items() if r["linked_from"])
-    assert by_host and max(by_host.values()) <= 2  # each host's room
+    # each host's room bounds the links it queues (a link its robots.txt copy
+    # disallows is recorded as denied unqueued, and takes none)
+    by_host = Counter(
+        urlnorm.host_of(u)
+        for u, r in open_rows.items()
+        if r["linked_from"] and r["outcome"] != "robots_denied"
+    )
+    assert by_host and max(by_host.values()) <= 2
     # one step from a generated page: a followed page's links are not followed
     assert all(open_rows[r["linked_from"]]["linked_from"] is None
                for r in open_rows.values() if r["linked_from"])  # fmt: skip
