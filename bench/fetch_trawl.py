@@ -1,8 +1,8 @@
 """trawl's side of the fetch benchmark: inject, then cycles until nothing is due.
 
     .venv/bin/python bench/fetch_trawl.py --web DIR/ready.json --crawl DIR \
-        --out result.json [--min-delay 1.0] [--tasks 2] [--threads 64]
-        [--max-cycles 20] [--set section.key=value ...]
+        --out result.json [--timings timings.jsonl] [--min-delay 1.0] [--tasks 2]
+        [--threads 64] [--max-cycles 20] [--set section.key=value ...]
 
 Started by ``bench_fetch.py`` as a process of its own (so its tree -- this
 driver, the JVM, PySpark's Python workers -- is measured alone, without the
@@ -18,6 +18,19 @@ tasks, writing the segment's fetch table, its counters and its WARC index)
 with the CPU it used and the peak memory while it ran. Pages are the
 segment's ``page`` rows answered 200 with an HTML type (robots.txt rows are
 of kind ``robots``). The result is one JSON object written to ``--out``.
+
+After the crawl, the crawler's own timing of every request it sent goes to
+``--timings`` (default: beside ``--out``, ``<out>.timings.jsonl``) for the
+politeness check of ``trawl.testweb.crawlergaps``: host, request-target,
+``start`` = the row's ``fetched_at`` (the fetcher's wall clock before the
+request) and ``end`` = start + ``elapsed_s`` (the monotonic clock from just
+before ``fetched_at`` to the decoded body). Rows that sent a request are
+those with an ``elapsed_s`` (pages and probes, answered or failed) and every
+``robots`` row (a robots.txt request that failed without a response has no
+``elapsed_s``: its end is unknown). A robots.txt row times its first request
+only, and would time a redirect chain wrongly; the bench's web serves no
+robots.txt redirects, and an unmatched request only ever counts against the
+crawler.
 """
 
 from __future__ import annotations
@@ -28,10 +41,12 @@ import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import proctree
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
@@ -39,6 +54,7 @@ from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segm
 from trawl.session import build_spark
 from trawl.stages.common import StageContext
 from trawl.tables import read_segment_table, read_table
+from trawl.testweb.crawlergaps import request_timing, write_timings
 
 AT = datetime(2026, 11, 30, tzinfo=UTC)
 
@@ -48,6 +64,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--web", type=Path, required=True, help="the test web's ready.json")
     ap.add_argument("--crawl", type=Path, required=True, help="crawl root (made fresh)")
     ap.add_argument("--out", type=Path, required=True, help="result JSON file")
+    ap.add_argument("--timings", type=Path, help="the crawler's request timings (JSON lines)")
     ap.add_argument("--min-delay", type=float, default=1.0, help="politeness.min_delay_s")
     ap.add_argument("--tasks", type=int, default=2, help="fetch.tasks")
     ap.add_argument("--threads", type=int, default=64, help="fetch.threads_per_task")
@@ -87,6 +104,26 @@ def segment_pages(ctx: StageContext) -> dict[str, int]:
     ).first()
     assert got is not None
     return {"pages": int(got["pages"] or 0), "requests": int(got["requests"] or 0)}
+
+
+def write_request_timings(spark: SparkSession, root: str, segments: list[str], path: Path) -> int:
+    """Every request the crawl sent, as the crawler timed it, to ``path`` (module
+    docstring); how many."""
+    frames = [read_segment_table(spark, root, s, "fetch") for s in segments]
+    if not frames:
+        write_timings(path, [])
+        return 0
+    sent = F.col("elapsed_s").isNotNull() | (F.col("kind") == "robots")
+    start = F.col("fetched_at").cast("double").alias("start")  # epoch seconds
+    rows = (
+        reduce(DataFrame.unionByName, frames)
+        .where(sent)
+        .select("url", start, "elapsed_s")
+        .collect()
+    )
+    timings = [request_timing(r["url"], r["start"], r["elapsed_s"]) for r in rows]
+    write_timings(path, [t for t in timings if t is not None])
+    return sum(t is not None for t in timings)
 
 
 class Meter:
@@ -152,11 +189,18 @@ def crawl(args: argparse.Namespace, cfg: Config, seeds: str, peak: proctree.Peak
     end_to_end = meter.read()
     budget = read_table(spark, root, "counters").filter("name = 'generate/deferred/budget'")
     deferred = budget.agg(F.sum("value")).first()
+    fetched = [c["segment"] for c in cycles if "fetch" in c]
+    timed = write_request_timings(spark, root, fetched, timings_path(args))
+    progress(f"{timed} request timings written")
     spark.stop()
     return cycles, end_to_end | {
         "deferred_by_budget": int((deferred or [0])[0] or 0),
         "session_start_s": session_start_s,
     }
+
+
+def timings_path(args: argparse.Namespace) -> Path:
+    return args.timings or args.out.with_suffix(".timings.jsonl")
 
 
 def main() -> None:
@@ -171,6 +215,7 @@ def main() -> None:
     result = {
         "settings": overrides[1:],
         "user_agent_prefix": f"{cfg.http.agent_name}/",
+        "timings": str(timings_path(args)),
         "process": started.read(),  # Spark session start-up included
         "end_to_end": end_to_end
         | {

@@ -76,7 +76,19 @@ def fetch_row(r: dict[str, Any]) -> str:
         f"per 1,000), Scrapy {_n(scrapy['pages_per_s'], 1)} pages/s "
         f"({_n(scrapy['cpu_s_per_1000_pages'], 1)}); ratio {_n(ratio, 2)}; end to end "
         f"{_n(e2e['wall_s'])} s vs Scrapy {_n(scrapy['wall_s'])} s; trawl's gaps under the "
-        f"minimum {r['politeness']['trawl']['gaps_below_min']}; {_checks(r.get('checks', {}))}"
+        f"minimum {r['politeness']['trawl']['gaps_below_min']}{_stamp_lag(r)}; "
+        f"{_checks(r.get('checks', {}))}"
+    )
+
+
+def _stamp_lag(r: dict[str, Any]) -> str:
+    """How many of trawl's short gaps its own timings confirm (lines since that check)."""
+    t = r["politeness"]["trawl"]
+    if "short_gaps_confirmed" not in t:
+        return ""
+    return (
+        f" ({t['short_gaps_confirmed']} confirmed by its own timings, "
+        f"{t['short_gaps_stamp_lag']} the web's stamp lag)"
     )
 
 

@@ -18,6 +18,7 @@ the scheduler's, ``trawl.politeness``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -82,6 +83,13 @@ class Visit:
     retry_after_s: float | None = None
     rules: RobotsRules | None = None  # robots visits only
     no_request: bool = False  # decided without contacting the host
+
+
+def _start() -> tuple[float, datetime]:
+    """A request's start on both clocks: the monotonic one first, so that
+    ``fetched_at`` + ``elapsed_s`` is never before the response's end."""
+    clock = time.monotonic()
+    return clock, datetime.now(UTC)
 
 
 def _answered(row: Row, resp: HttpResponse, outcome: FetchOutcome, started: datetime) -> Visit:
@@ -185,10 +193,10 @@ class Fetcher:
         ``not_found``: the host's answer to its soft-404 probe, which a 2xx
         page or a redirect is compared with)."""
         url = str(item["url"])
-        started = datetime.now(UTC)
+        clock, started = _start()
         row = base_row(item, "page", url, ip, started)
         row["robots_decision"] = robots
-        resp = self._get(url, ip, row, started, self._conditional_headers(item))
+        resp = self._get(url, ip, row, (clock, started), self._conditional_headers(item))
         if resp is None:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
@@ -249,9 +257,9 @@ class Fetcher:
         Archived with the diagnostics (it is no page of the site); its links
         and any redirect target are not recorded, so nothing of it reaches
         crawldb (hostdb reads the target from its Location header)."""
-        started = datetime.now(UTC)
+        clock, started = _start()
         row = base_row(item, "probe", url, ip, started)
-        resp = self._get(url, ip, row, started)
+        resp = self._get(url, ip, row, (clock, started))
         if resp is None:
             return Visit(row, self.cfg.http.read_timeout_s, failed=True)
         outcome = outcome_for_http(resp.status)
@@ -271,15 +279,16 @@ class Fetcher:
         url: str,
         ip: str,
         row: Row,
-        started: datetime,
+        start: tuple[float, datetime],
         headers: Mapping[str, str] | None = None,
     ) -> HttpResponse | None:
         """The response, or None when none came (the row then says why, and a
         metadata record in crawldiagnostics keeps the failure)."""
+        clock, started = start
         try:
-            return self.client.get(url, ip, headers, not_after=self.not_after)
+            return self.client.get(url, ip, headers, not_after=self.not_after, started=clock)
         except FetchError as exc:
-            elapsed = (datetime.now(UTC) - started).total_seconds()
+            elapsed = time.monotonic() - clock
             row.update(
                 outcome=FetchOutcome.RETRY.value, error=f"{exc.kind}: {exc}", elapsed_s=elapsed
             )

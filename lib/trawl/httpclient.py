@@ -348,6 +348,7 @@ class HttpClient:
         ip: str,
         extra_headers: Mapping[str, str] | None = None,
         not_after: float | None = None,
+        started: float | None = None,
     ) -> HttpResponse:
         """GET ``url`` from ``ip``; ``FetchError`` if no response head arrives.
 
@@ -355,8 +356,12 @@ class HttpClient:
         ours and replace ours of the same name; Host and framing fields are
         refused (``ValueError``). ``not_after`` (a ``time.monotonic()`` reading)
         brings the total time limit forward, e.g. to a fetch task's deadline.
+        ``started`` (a ``time.monotonic()`` reading, by default now) is when
+        the caller began the request: ``elapsed_s`` and ``ttfb_s`` count from
+        it, so a caller that stamped its wall-clock start just after it gets
+        start + elapsed no earlier than the body's end.
         """
-        started = time.monotonic()
+        started = time.monotonic() if started is None else started
         deadline = started + self.total_timeout_s
         if not_after is not None:
             deadline = min(deadline, not_after)

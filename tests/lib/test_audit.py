@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trawl.testweb import WebModel, politeness_audit
-from trawl.testweb.audit import ShortGap, retry_after_s
+from trawl.testweb.audit import ShortGap, retry_after_s, short_gaps
 from trawl.testweb.records import HostInfo, RobotsGroup
 
 IP1, IP2 = "127.0.1.1", "127.0.1.2"
@@ -137,7 +137,8 @@ def test_retry_after_seconds_is_required_after_a_429(tmp_path: Path) -> None:
     assert report.gaps_below_required == 1
     assert report.short_gaps_by_reason == {"retry_after": 1}
     assert report.worst_short_gaps == (
-        ShortGap("a.test", IP1, "/", 2.1, pytest.approx(2.0), 3.0, "retry_after"),  # type: ignore[arg-type]
+        # after the 429 that started at 0.0
+        ShortGap("a.test", IP1, "/", 2.1, pytest.approx(2.0), 3.0, "retry_after", "/", 0.0),  # type: ignore[arg-type]
     )
 
 
@@ -220,6 +221,13 @@ def test_the_largest_requirement_wins_and_names_the_reason(tmp_path: Path) -> No
     assert report.short_gaps_by_reason == {"retry_after": 1, "crawl_delay": 1}
     # the worst shortfall first (1.1 s short of 4 beats 0.6 s short of 2), one example
     assert [(s.start, s.reason) for s in report.worst_short_gaps] == [(3.0, "retry_after")]
+    # short_gaps lists them all, worst first, each with the request it follows
+    every = short_gaps(log, 1.0, model=model)
+    assert [(s.start, s.reason, s.previous_start) for s in every] == [
+        (3.0, "retry_after", 0.0),
+        (4.5, "crawl_delay", 3.0),
+    ]
+    assert short_gaps(log, 1.0) == [every[0]]  # without the model no Crawl-delay
 
 
 # -- efficiency -------------------------------------------------------------------

@@ -22,7 +22,9 @@ The *required gap* before a request to host H is the largest of
 
 A gap shorter than the required gap minus ``tolerance_s`` is a violation; the
 report counts them by the term that set the requirement (``reason``) and
-lists the worst. The crawler's own Mercator term (``delay_factor`` x response
+lists the worst (``short_gaps`` lists them all, each with the request it
+follows, for ``trawl.testweb.crawlergaps`` to check against the crawler's
+own timings). The crawler's own Mercator term (``delay_factor`` x response
 time) is not a promise to the host, so it is never required.
 
 *Politeness efficiency* asks how much of what politeness allowed the crawler
@@ -76,7 +78,13 @@ Record = dict[str, Any]
 
 @dataclass(frozen=True)
 class ShortGap:
-    """One request that came sooner than its required gap allowed."""
+    """One request that came sooner than its required gap allowed.
+
+    ``previous_path`` and ``previous_start`` name the request whose response
+    the gap is measured from (the latest-ending one started before), so the
+    pair can be found again, e.g. in the crawler's own timings
+    (``trawl.testweb.crawlergaps``).
+    """
 
     host: str
     ip: str
@@ -85,6 +93,8 @@ class ShortGap:
     gap_s: float
     required_s: float
     reason: str  # "min_delay", "crawl_delay" or "retry_after": what set required_s
+    previous_path: str | None = None
+    previous_start: float | None = None
 
 
 @dataclass(frozen=True)
@@ -226,9 +236,37 @@ def _short_gaps(
             required, reason = required_gap(previous, min_gap_s, delay_of(host))
             if gap < required - tolerance_s:
                 out.append(
-                    ShortGap(host, rec["ip"], rec["path"], rec["start"], gap, required, reason)
+                    ShortGap(
+                        host,
+                        rec["ip"],
+                        rec["path"],
+                        rec["start"],
+                        gap,
+                        required,
+                        reason,
+                        previous["path"],
+                        previous["start"],
+                    )
                 )
-    return out
+    return sorted(out, key=lambda s: s.gap_s - s.required_s)  # the largest shortfall first
+
+
+def short_gaps(
+    access_log: Path,
+    min_gap_s: float,
+    *,
+    tolerance_s: float = 0.005,
+    model: WebModel | None = None,
+    agent: str | None = None,
+) -> list[ShortGap]:
+    """Every request in ``access_log`` that came sooner than its required gap,
+    the largest shortfall first: all of what ``politeness_audit`` counts as
+    ``gaps_below_required`` (its ``worst_short_gaps`` lists only the first
+    ``examples``). Arguments as there."""
+    by_host: dict[str, list[Record]] = defaultdict(list)
+    for rec in read_log(access_log):
+        by_host[rec["host"]].append(rec)
+    return _short_gaps(by_host, min_gap_s, tolerance_s, _crawl_delays(model, agent))
 
 
 def clock_efficiency(
@@ -344,7 +382,7 @@ def politeness_audit(
         ),
         gaps_below_required=len(short),
         short_gaps_by_reason=dict(Counter(s.reason for s in short)),
-        worst_short_gaps=tuple(sorted(short, key=lambda s: s.gap_s - s.required_s)[:examples]),
+        worst_short_gaps=tuple(short[:examples]),
         efficiency=sum(c.requests for c in clocks) / allowed if allowed else None,
         least_efficient=tuple(sorted(clocks, key=lambda c: c.efficiency)[:examples]),
     )
