@@ -75,8 +75,8 @@ from trawl.runner import run_generate, run_updatedb, segment_id
 from trawl.schemas import CRAWLDB_SCHEMA, DOMAINLINKS_SCHEMA, FETCH_SCHEMA, HOSTDB_SCHEMA
 from trawl.session import build_spark
 from trawl.stages.common import StageContext, sql_in
-from trawl.stages.traps import KEY, one_per_url
-from trawl.stages.updatedb import admitted_links, discovered_links, link_sources
+from trawl.stages.traps import one_per_url
+from trawl.stages.updatedb import admitted_links, discovered_links, link_sources, look_up
 from trawl.tables import ensure_all, read_segment_table, read_table, table_path
 from trawl.urlnorm import host_bucket, host_of, normalize, registered_domain, url_fingerprint
 
@@ -584,6 +584,7 @@ def fetch_frame(
         "delay_s": F.lit(1.0),
         "error": F.lit(None).cast("string"),
         "soft404": F.lit(False),
+        "linked_from": F.lit(None).cast("string"),  # generated, not followed
     }
     return chosen.withColumns(cols).select(
         *[F.col(f.name).cast(f.dataType) for f in FETCH_SCHEMA.fields]
@@ -677,10 +678,8 @@ def new_url_detection(ctx: StageContext, mem: TreeMemory) -> dict[str, Any]:
     touched = buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
 
     def antijoin() -> int:
-        seen = crawldb.filter(f"host_bucket IN {sql_in(touched)}").select(
-            *KEY, F.col("discovered_segment").alias("_seen_in")
-        )
-        return int(admitted.join(seen, KEY, "left").filter(F.col("_seen_in").isNull()).count())
+        looked_up = look_up(admitted, crawldb.filter(f"host_bucket IN {sql_in(touched)}"))
+        return int(looked_up.filter(F.col("_seen_in").isNull()).count())
 
     new, join_s, join_mb = timed(mem, spark, "antijoin", antijoin)
     admitted.unpersist()

@@ -102,17 +102,19 @@ def test_a_cycle_records_followed_pages_as_fetched(spark: Any, tmp_path: Path) -
     listed = {r["url"] for r in fetchlist}
     assert followed and not set(followed) & listed
     assert fetched["fetch/followed"] == len(followed)
-    # each host within the room generate gave it
+    # each host's requests within the room generate gave it (a link its
+    # robots.txt copy disallows is recorded as denied, unrequested)
     room = {r["host"]: r["follow_quota"] for r in fetchlist}
-    for host, n in Counter(r["host"] for r in followed.values()).items():
+    requested = [r for r in followed.values() if r["outcome"] != "robots_denied"]
+    for host, n in Counter(r["host"] for r in requested).items():
         assert n <= room[host]
     # crawldb: each followed URL once, its fetch applied, not locked, not due again
     crawldb = {r["url"]: r for r in read_table(spark, root, "crawldb").collect()}
     assert len(crawldb) == read_table(spark, root, "crawldb").select("url").distinct().count()
     for url, row in followed.items():
         known = crawldb[url]
-        if row["outcome"] == "robots_denied":  # the target host's robots.txt was not read yet
-            assert not known["fetches"]
+        if row["outcome"] == "robots_denied":  # no request: denied now, not generated again
+            assert not known["fetches"] and known["status"] == "gone"
             continue
         assert known["fetches"] == 1 and known["last_fetch_at"] is not None, (row["outcome"], known)
         assert known["generated_segment"] is None
@@ -123,6 +125,7 @@ def test_a_cycle_records_followed_pages_as_fetched(spark: Any, tmp_path: Path) -
         r["url"] for r in read_segment_table(spark, root, ctx(1).segment, "fetchlist").collect()
     }
     assert second["urls"] == len(generated_again)
-    assert not generated_again & {u for u, r in followed.items() if r["outcome"] == "success"}
+    done = {u for u, r in followed.items() if r["outcome"] in ("success", "robots_denied")}
+    assert not generated_again & done
     audit = politeness_audit(log, 0.05, model=model)
     assert audit.hosts_with_overlap == 0 and audit.gaps_below_min == 0

@@ -270,9 +270,8 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
     buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
     touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
-    seen = touched.select(*KEY, F.col("discovered_segment").alias("_seen_in"))
-    # cached: the caps, the rejected rows and the changes all read it
-    looked_up = materialize(admitted.join(seen, KEY, "left"))
+    # kept: the caps, the rejected rows and the changes all read it
+    looked_up = materialize(look_up(admitted, touched))
     new, over = cap_new_urls(
         looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
         looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
@@ -311,6 +310,20 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     merge_hostdb(hosts, ctx)
     release(fetch, candidates, looked_up, changes, hosts)
     return report
+
+
+def look_up(admitted: DataFrame, touched: DataFrame) -> DataFrame:
+    """The new-URL check (IRLbot's DRUM, as a join): each admitted link with
+    ``_seen_in``, the segment that discovered it, null for a URL crawldb does
+    not know. ``touched`` is crawldb's rows in the buckets the links fall in;
+    those with an admitted link's key are picked by broadcasting the keys (a
+    few MB per 100,000 links) before the join, so the buckets' rows are
+    scanned, not shuffled."""
+    keys = F.broadcast(admitted.select(*KEY))
+    seen = touched.join(keys, KEY, "left_semi").select(
+        *KEY, F.col("discovered_segment").alias("_seen_in")
+    )
+    return admitted.join(seen, KEY, "left")
 
 
 def link_sources(fetch: DataFrame, crawldb: DataFrame) -> DataFrame:
