@@ -345,6 +345,21 @@ class FetchTask:
                 found[link["host"]].append(link)
         return found
 
+    def _stopped_for(self, record: Mapping[str, Any]) -> str | None:
+        """Why the link's host was stopped in this task (robots.txt
+        unreachable, over-cap Crawl-delay, failing, blocked by policy), when
+        it was and the URL is new to crawldb and the task (taken for the task
+        then); None otherwise."""
+        host = record["host"]
+        with self._lock:
+            why = self.stopped.get(host)
+            if why is None or host not in self.first_item or record["url"] in self.seen:
+                return None
+            if record["url_fp"] in self.known[host]:
+                return None
+            self.seen.add(record["url"])
+            return why
+
     def _claim(self, record: Mapping[str, Any], linked: bool, room: bool = True) -> bool:
         """Take ``record``'s URL for this task, once: its host is one of the
         task's and still fetched, and, for a followed link, the URL is not in
@@ -420,13 +435,9 @@ class FetchTask:
         page, no nofollow, no query string (updatedb strips learned session
         ids and caps path patterns: such links wait for it), counter runs
         within ``traps.max_counter_run``, admitted by the URL filters, new to
-        crawldb and this task, and within their host's room. A link the
-        task's robots.txt copy disallows is not queued but recorded as denied
-        there and then; a link of a host whose robots.txt is unreachable waits
-        for updatedb, one whose robots.txt the task has not read yet is
-        decided when visited. Each step
-        takes the depth, counter run and share of score updatedb gives the
-        link."""
+        crawldb and this task, and within their host's room. Each step takes
+        the depth, counter run and share of score updatedb gives the link.
+        Some are settled without a request instead (``_settled``)."""
         step = int(item.get("follow_step") or 0)
         if step >= self.cfg.fetch.follow_depth:
             return []
@@ -449,34 +460,50 @@ class FetchTask:
             )  # fmt: skip
             if record is None or "?" in record["url"]:
                 continue
-            rules = self.rules.get(origin_of(record["url"]))
-            if rules is not None and rules.unreachable:
-                continue  # complete disallow for now: updatedb records the link
-            denied = rules is not None and not rules.allowed(record["url"])
-            # a denied link makes no request, so it takes none of the host's room
-            if not self._claim(record, linked=True, room=not denied):
-                continue
-            queued = self._queued_item(
-                item,
-                record,
-                depth=depth,
-                counter_run=run,
-                score=share,
-                is_sitemap=bool(link.get("sitemap")),
-                follow_step=step + 1,
-                linked_from=source,
-            )
-            if denied:
-                # RFC 9309 2.2.2: not requested. Decided now, by the copy in
-                # force -- the one the next segment would decide it by (hostdb
-                # keeps it robots.cache_ttl_s) -- so it is not generated again
-                # only to be denied there.
-                assert rules is not None
-                row = self._no_request(queued, FetchOutcome.ROBOTS_DENIED, denied_decision(rules))
-                self.emit(row.row)
-            else:
+            fields = {
+                "depth": depth, "counter_run": run, "score": share,
+                "is_sitemap": bool(link.get("sitemap")), "follow_step": step + 1,
+                "linked_from": source,
+            }  # fmt: skip
+            queued = self._settled(item, record, fields)
+            if queued is not None:
                 out.append(queued)
         return out
+
+    def _settled(
+        self, item: Mapping[str, Any], record: Mapping[str, Any], fields: Mapping[str, Any]
+    ) -> Row | None:
+        """The followed link as an item to queue, or None: not taken (another
+        task's host, known to crawldb, no room left: updatedb records it), or
+        settled here with no request, so that the next segment does not
+        generate it only to reach the same verdict:
+
+        - its host was stopped in this task: deferred with the host's queued
+          URLs, for the same reason;
+        - the task's robots.txt copy disallows it (RFC 9309 2.2.2: not
+          requested): denied by the copy the next segment would use (hostdb
+          keeps it ``robots.cache_ttl_s``), taking none of the host's room.
+
+        A link of a host whose robots.txt the task has not read yet, or
+        failed to read with tries left, is queued and decided when visited
+        (or deferred with the host's other URLs if it is stopped)."""
+        why = self._stopped_for(record)
+        if why is not None:
+            queued = self._queued_item(item, record, **fields)
+            self.emit(self.unfetched_row(queued, FetchOutcome.DEFERRED, error=why))
+            return None
+        rules = self.rules.get(origin_of(record["url"]))
+        # (unreachable: tries are left, or it would be stopped)
+        denied = rules is not None and not rules.unreachable and not rules.allowed(record["url"])
+        if not self._claim(record, linked=True, room=not denied):
+            return None
+        queued = self._queued_item(item, record, **fields)
+        if rules is None or not denied:
+            return queued
+        row = self.unfetched_row(queued, FetchOutcome.ROBOTS_DENIED)
+        row["robots_decision"] = denied_decision(rules)
+        self.emit(row)
+        return None
 
     def stop(self, host: str, outcome: FetchOutcome, why: str, robots: bool = False) -> None:
         """Take a host's remaining URLs out of this task, each with a row."""

@@ -28,6 +28,7 @@ from trawl.fetchtask import ROBOTS_ATTEMPTS, run_fetch_task
 from trawl.soft404 import PROBE_SUFFIX
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps
+from trawl.testweb.model import make_url
 
 SEED = 34  # 12 hosts / 3 IPs: one 5xx robots.txt, no slow host, no Crawl-delay
 MIN_GAP = 0.05
@@ -780,11 +781,26 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
         if row["outcome"] == "robots_denied":
             assert row.get("http_status") is None  # no request (robots_audit below)
 
-    denied_here = 0
+    def robots_5xx(url: str) -> bool:
+        info = model.host(urlnorm.host_of(url))
+        return info is not None and info.robots_status >= 500
+
+    denied_here = deferred_here = 0
     for row in by_url.values():
         if row["outcome"] == "success":
-            wanted = {u for u in followable(row, hosts) if robots_allow(u)}
-            assert wanted <= set(by_url), row["url"]
+            # every followable link is settled in the segment: fetched, or
+            # without a request, denied or deferred with its stopped host
+            assert followable(row, hosts) <= set(by_url), row["url"]
+            unreachable = {
+                u
+                for u in followable(row, hosts)
+                if model.host(urlnorm.host_of(u)).robots_status >= 500
+            }
+            for u in unreachable:
+                got = by_url[u]
+                assert got["outcome"] == "deferred", got
+                assert "robots_unreachable" in (got.get("error"), got.get("robots_decision"))
+            deferred_here += len(unreachable)
             # same-host links robots.txt disallows: each has its denied row
             refused = {
                 u
@@ -793,7 +809,7 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
             }
             assert {u for u in refused if by_url[u]["outcome"] == "robots_denied"} == refused
             denied_here += len(refused)
-    assert denied_here  # the web has such links: the rule was exercised
+    assert denied_here and deferred_here  # the web has such links: the rules were exercised
     reachable = {f"http://{h}:{port}{p}" for h, p in model.reachable(sorted(homes), AGENT)}
     answered = {u for u, r in by_url.items() if r.get("http_status") is not None}
     assert answered <= {urlnorm.normalize(u) for u in reachable}
@@ -844,3 +860,47 @@ def test_following_keeps_to_the_room_the_depth_and_the_known_urls(
     assert not refetched & {u for u, r in open_rows.items() if r["linked_from"] == first}
     # off (fetch.follow_depth = 0): the fetch list only
     assert set(off) == {i["url"] for i in items}
+
+
+def test_a_link_to_a_host_stopped_in_the_task_is_deferred_with_it(tmp_path: Path) -> None:
+    # A page links to a host whose robots.txt answers 5xx and that the task
+    # has already stopped for it: the link is deferred there and then, for the
+    # same reason as the host's own URLs, with no request, rather than left
+    # to be generated next segment only for the host to be stopped again.
+    # (A larger web than the module's: it has such a link.)
+    model = WebModel.generate(SEED, hosts=20, ips=3, pages_per_host=(5, 15))
+    with TestWeb(model, tmp_path / "web") as web:
+        port = web.port
+        source, target = next(
+            (make_url(h.name, p.path, port), url)
+            for h in model.hosts
+            if h.robots_status == 200 and not h.slow and not h.crawl_delay
+            for p in h.pages
+            if model.expected_status(h.name, p.path) == 200
+            and not model.is_disallowed(h.name, p.path, AGENT)
+            for url, nofollow in model.page_links(h.name, p.path, port)
+            if not nofollow and "?" not in url and urlnorm.host_of(url) != h.name
+            and (model.host(urlnorm.host_of(url)) or h).robots_status >= 500
+            and not url.endswith(f":{port}/")
+        )  # fmt: skip
+        source, target = urlnorm.normalize(source), urlnorm.normalize(target)
+        stopped = urlnorm.host_of(target)
+        later = datetime.now(UTC) + timedelta(seconds=3)  # after the 5xx host is stopped
+        items = []
+        for item in items_for(model, port):
+            if item["url"] == source:
+                items.append({**item, "next_allowed_at": later})
+            elif item["host"] == stopped and item["url"] != target:
+                # its next robots.txt try is past the cap: stopped at once
+                items.append({**item, "delay_s": 128.0})
+        items = [{**i, "follow_quota": 5, "follow_known": None} for i in items]
+        rows = page_rows(list(run_fetch_task(items, config(web, "fetch.follow_depth=1"),
+                                             "s1", 0, None, 60)))  # fmt: skip
+    got = rows[target]
+    assert (got["outcome"], got.get("error"), got["linked_from"]) == (
+        "deferred",
+        "robots_unreachable",
+        source,
+    )
+    requested = {(r["host"], r["path"]) for r in read_log(web.access_log)}
+    assert (stopped, "/" + target.split("/", 3)[3]) not in requested
