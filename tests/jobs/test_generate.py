@@ -312,3 +312,35 @@ def test_each_host_is_cut_to_its_cap_before_the_shuffle(spark: Any) -> None:
     plan = ranked._jdf.queryExecution().executedPlan().toString()
     limits = [line for line in plan.splitlines() if "WindowGroupLimit [host" in line]
     assert any("row_number(), 7," in line for line in limits), plan
+
+
+def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
+    spark: Any, tmp_path: Path
+) -> None:
+    from trawl.runner import run_generate
+    from trawl.tables import ensure_all, read_segment_table, read_table, table_path
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"10.1.0.{i} {h}\n" for i, h in enumerate(BUDGET_HOSTS)))
+    cfg = load_config(None, [f"dns.hosts_file={hosts}"], environ={})
+    root = str(tmp_path / "crawl")
+    ensure_all(spark, root)
+    rows = _budget_crawldb(None)
+    for row in rows:  # all fetched, due again tomorrow
+        row.update(status="fetched", next_fetch_at=AT + timedelta(days=1))
+    rows[0]["next_fetch_at"] = AT + timedelta(hours=2)
+    crawldb = table_path(root, "crawldb")
+    spark.createDataFrame(rows, CRAWLDB_SCHEMA).write.format("delta").mode("append").save(crawldb)
+
+    first = run_generate(StageContext(spark, cfg, root, "seg1", AT))
+    assert first["urls"] == 0
+    assert read_segment_table(spark, root, "seg1", "fetchlist").count() == 0
+    counters = read_table(spark, root, "counters").filter("segment = 'seg1'").collect()
+    assert {r["name"]: r["value"] for r in counters}["generate/urls"] == 0
+    # three hours on, the one URL due then is chosen (and marked generated)
+    later = run_generate(StageContext(spark, cfg, root, "seg2", AT + timedelta(hours=3)))
+    assert later["urls"] == 1
+    listed = read_segment_table(spark, root, "seg2", "fetchlist").collect()
+    assert [r["url"] for r in listed] == [rows[0]["url"]]
+    marked = read_table(spark, root, "crawldb").filter("generated_segment = 'seg2'").collect()
+    assert [r["url"] for r in marked] == [rows[0]["url"]]

@@ -513,8 +513,19 @@ class Generated:
         release(*self.cached)
 
 
+# over_budget's rows
+DEFERRED_COLUMNS = (
+    "host_bucket int, url_fp bigint, url string, next_fetch_at timestamp, deferrals int"
+)
+
+
 def generate(ctx: StageContext) -> Generated:
     spark, root = ctx.spark, ctx.root
+    if due_urls(read_table(spark, root, "crawldb"), ctx).isEmpty():
+        # Nothing due (a crawl caught up): one narrow scan instead of the
+        # ranking's joins and windows over nothing.
+        empty = spark.createDataFrame([], FETCHLIST_SCHEMA)
+        return Generated(empty, spark.createDataFrame([], DEFERRED_COLUMNS), [])
     hostdb = read_table(spark, root, "hostdb")
     ranked = materialize(
         rank_due(
