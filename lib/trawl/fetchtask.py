@@ -36,10 +36,10 @@ the row (``robots_decision`` or ``error``) and counted by the fetch job:
 - links (``fetch.follow_depth``): a fetched page's links to URLs crawldb does
   not know, on the task's hosts, are fetched in the same segment, up to
   ``follow_depth`` steps from a generated page and within each host's room
-  from generate (``follow_quota``); the rules are ``follow_links``'. Their
-  rows name the page (``linked_from``); updatedb adds them to crawldb as
-  fetched. A link robots.txt in force disallows is recorded as denied at
-  once, with no request and none of the host's room;
+  from generate (``follow_quota``); the rules are in ``trawl.fetchfollow``.
+  Their rows name the page (``linked_from``); updatedb adds them to crawldb
+  as fetched. A link the task can settle without a request is settled
+  there (denied by robots.txt, or deferred with its stopped host);
 - soft 404s (``trawl.soft404``, ``traps.soft404_probe``): a host with no
   probe in hostdb, or one older than ``traps.soft404_reprobe_s``, is asked
   once for a path that cannot exist, after robots.txt and before its first
@@ -62,10 +62,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from trawl.budgets import counter_step
 from trawl.config import Config
 from trawl.fetcharchive import task_archive
 from trawl.fetcher import Fetcher, Visit, origin_of, user_agent
+from trawl.fetchfollow import LinkFollowing
 from trawl.fetchrow import Row, base_row
 from trawl.fetchrules import (
     PolicySource,
@@ -77,7 +77,7 @@ from trawl.fetchrules import (
     probe_due,
     rules_when_unreachable,
 )
-from trawl.frontier import admit, url_filter
+from trawl.frontier import url_filter
 from trawl.politeness import HostScheduler
 from trawl.resolver import AddressRefused
 from trawl.robots import RobotsRules
@@ -90,8 +90,9 @@ log = logging.getLogger(__name__)
 ROBOTS_ATTEMPTS = 3  # robots.txt fetches per host and task while it is unreachable
 
 
-class FetchTask:
-    """State of one running task; ``run`` yields the fetch rows."""
+class FetchTask(LinkFollowing):
+    """State of one running task; ``run`` yields the fetch rows. What a fetched
+    page leads to within the task is ``LinkFollowing``'s part."""
 
     def __init__(
         self,
@@ -317,193 +318,6 @@ class FetchTask:
         if self.robots_tries[origin] >= ROBOTS_ATTEMPTS:
             return False
         return self.scheduler.wait_s(host) <= self.rule.max_crawl_delay_s
-
-    def plan_follow(self, host: str, items: list[Mapping[str, Any]]) -> None:
-        """The host's room for followed links (``fetch.follow_depth``) and
-        the URLs crawldb knows of it, from generate's columns."""
-        room = max((int(item.get("follow_quota") or 0) for item in items), default=0)
-        if self.cfg.fetch.follow_depth <= 0 or room <= 0:
-            return
-        self.follow_room[host] = room
-        self.known[host] = {int(fp) for item in items for fp in item.get("follow_known") or ()}
-
-    def found_work(self, item: Mapping[str, Any], row: Row) -> dict[str, list[Mapping[str, Any]]]:
-        """URLs a fetched page leads to that this task fetches in the same
-        segment, host -> items: its redirect target (``fetch.follow_redirects``)
-        and its links (``fetch.follow_depth``). Decided before the host is
-        released, and queued with the release (``HostScheduler.release``)."""
-        found: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-        if row.get("kind") != "page":
-            return found
-        target = row.get("redirect_to")
-        if target:
-            followed = self.follow(item, str(target))
-            if followed is not None:
-                found[followed["host"]].append(followed)
-        elif row.get("outcome") == FetchOutcome.SUCCESS.value and row.get("outlinks"):
-            for link in self.follow_links(item, row["outlinks"]):
-                found[link["host"]].append(link)
-        return found
-
-    def _stopped_for(self, record: Mapping[str, Any]) -> str | None:
-        """Why the link's host was stopped in this task (robots.txt
-        unreachable, over-cap Crawl-delay, failing, blocked by policy), when
-        it was and the URL is new to crawldb and the task (taken for the task
-        then); None otherwise."""
-        host = record["host"]
-        with self._lock:
-            why = self.stopped.get(host)
-            if why is None or host not in self.first_item or record["url"] in self.seen:
-                return None
-            if record["url_fp"] in self.known[host]:
-                return None
-            self.seen.add(record["url"])
-            return why
-
-    def _claim(self, record: Mapping[str, Any], linked: bool, room: bool = True) -> bool:
-        """Take ``record``'s URL for this task, once: its host is one of the
-        task's and still fetched, and, for a followed link, the URL is not in
-        crawldb and (``room``: it is to be requested) the host has room left."""
-        host = record["host"]
-        with self._lock:
-            if host not in self.first_item or host in self.stopped or record["url"] in self.seen:
-                return False
-            if linked:
-                if record["url_fp"] in self.known[host]:
-                    return False
-                if room:
-                    if self.follow_room.get(host, 0) <= 0:
-                        return False
-                    self.follow_room[host] -= 1
-            self.seen.add(record["url"])
-            return True
-
-    def _queued_item(
-        self, item: Mapping[str, Any], record: Mapping[str, Any], **fields: Any
-    ) -> Row:
-        """A URL this task found, as a fetch-list item of its host."""
-        queued = dict(self.first_item[record["host"]])
-        queued.update(
-            url=record["url"],
-            url_fp=record["url_fp"],
-            host=record["host"],
-            host_bucket=record["host_bucket"],
-            prev_status=None,
-            etag=None,
-            last_modified=None,
-            content_sha256=None,
-            stored_capture=None,
-            follow_step=item.get("follow_step"),
-            redirect_hops=None,
-            redirect_from=None,
-            linked_from=None,
-        )
-        queued.update(fields)
-        return queued
-
-    def follow(self, item: Mapping[str, Any], target: str) -> Row | None:
-        """A redirect target, as an item of its host, if it is followed here."""
-        hops = int(item.get("redirect_hops") or 0)
-        if hops >= self.cfg.fetch.follow_redirects or target in self.seen:
-            return None
-        record, _ = admit(
-            target,
-            self.cfg,
-            self.url_filter,
-            source="redirect",
-            depth=int(item.get("depth") or 0),
-            score=0.0,
-            at=datetime.now(UTC),
-            segment=None,
-        )
-        if record is None or not self._claim(record, linked=False):
-            return None  # another task's host, or filtered: updatedb records it
-        return self._queued_item(
-            item,
-            record,
-            depth=item.get("depth"),
-            counter_run=item.get("counter_run"),  # a redirect is no step
-            score=item.get("score"),  # the target takes over
-            is_sitemap=item.get("is_sitemap"),
-            redirect_hops=hops + 1,
-            redirect_from=item["url"],
-        )
-
-    def follow_links(self, item: Mapping[str, Any], outlinks: list[Mapping[str, Any]]) -> list[Row]:
-        """The page's links fetched in this segment (``fetch.follow_depth``),
-        as items of their hosts: within ``follow_depth`` steps of a generated
-        page, no nofollow, no query string (updatedb strips learned session
-        ids and caps path patterns: such links wait for it), counter runs
-        within ``traps.max_counter_run``, admitted by the URL filters, new to
-        crawldb and this task, and within their host's room. Each step takes
-        the depth, counter run and share of score updatedb gives the link.
-        Some are settled without a request instead (``_settled``)."""
-        step = int(item.get("follow_step") or 0)
-        if step >= self.cfg.fetch.follow_depth:
-            return []
-        source = str(item["url"])
-        depth = int(item.get("depth") or 0) + 1
-        max_run = self.cfg.traps.max_counter_run or None
-        share = 1.0 / len(outlinks)
-        now = datetime.now(UTC)
-        out: list[Row] = []
-        for link in outlinks:
-            url = str(link.get("url") or "")
-            if link.get("nofollow") or not url or "?" in url or url in self.seen:
-                continue
-            run = int(item.get("counter_run") or 0) + 1 if counter_step(source, url) else 0
-            if max_run is not None and run > max_run:
-                continue
-            record, _ = admit(
-                url, self.cfg, self.url_filter, source="outlink", depth=depth, score=share,
-                at=now, segment=None,
-            )  # fmt: skip
-            if record is None or "?" in record["url"]:
-                continue
-            fields = {
-                "depth": depth, "counter_run": run, "score": share,
-                "is_sitemap": bool(link.get("sitemap")), "follow_step": step + 1,
-                "linked_from": source,
-            }  # fmt: skip
-            queued = self._settled(item, record, fields)
-            if queued is not None:
-                out.append(queued)
-        return out
-
-    def _settled(
-        self, item: Mapping[str, Any], record: Mapping[str, Any], fields: Mapping[str, Any]
-    ) -> Row | None:
-        """The followed link as an item to queue, or None: not taken (another
-        task's host, known to crawldb, no room left: updatedb records it), or
-        settled here with no request, so that the next segment does not
-        generate it only to reach the same verdict:
-
-        - its host was stopped in this task: deferred with the host's queued
-          URLs, for the same reason;
-        - the task's robots.txt copy disallows it (RFC 9309 2.2.2: not
-          requested): denied by the copy the next segment would use (hostdb
-          keeps it ``robots.cache_ttl_s``), taking none of the host's room.
-
-        A link of a host whose robots.txt the task has not read yet, or
-        failed to read with tries left, is queued and decided when visited
-        (or deferred with the host's other URLs if it is stopped)."""
-        why = self._stopped_for(record)
-        if why is not None:
-            queued = self._queued_item(item, record, **fields)
-            self.emit(self.unfetched_row(queued, FetchOutcome.DEFERRED, error=why))
-            return None
-        rules = self.rules.get(origin_of(record["url"]))
-        # (unreachable: tries are left, or it would be stopped)
-        denied = rules is not None and not rules.unreachable and not rules.allowed(record["url"])
-        if not self._claim(record, linked=True, room=not denied):
-            return None
-        queued = self._queued_item(item, record, **fields)
-        if rules is None or not denied:
-            return queued
-        row = self.unfetched_row(queued, FetchOutcome.ROBOTS_DENIED)
-        row["robots_decision"] = denied_decision(rules)
-        self.emit(row)
-        return None
 
     def stop(self, host: str, outcome: FetchOutcome, why: str, robots: bool = False) -> None:
         """Take a host's remaining URLs out of this task, each with a row."""
