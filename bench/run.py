@@ -41,6 +41,7 @@ BENCHES: dict[str, list[str]] = {
     "dedup_join": ["bench/bench_dedup_join.py"],
     "dedup_quality": ["bench/bench_dedup_quality.py", "--distances", "2", "3", "4"],
     "freshness": ["bench/bench_freshness.py"],
+    "stages": ["bench/bench_stages.py"],
 }
 
 
@@ -147,6 +148,17 @@ def freshness_row(r: dict[str, Any]) -> str:
     ) + (f" (mean freshness, budget {r['budget_per_cycle']} pages a cycle)")
 
 
+def stages_row(r: dict[str, Any]) -> str:
+    stages = r["stages"]
+    total = sum(s["wall_s"] for s in stages)
+    jobs = sum(s["jobs"] for s in stages)
+    each = ", ".join(f"{s['stage']} {_n(s['wall_s'], 1)} s" for s in stages)
+    return (
+        f"{r['params']['hosts']} hosts, {r['params']['cycles']} cycles: {_n(total)} s, "
+        f"{jobs:,} Spark jobs ({each})"
+    )
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "fetch": fetch_row,
     "politeness": politeness_row,
@@ -155,6 +167,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "dedup_join": dedup_join_row,
     "dedup_quality": dedup_quality_row,
     "freshness": freshness_row,
+    "stages": stages_row,
 }
 
 

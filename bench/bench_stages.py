@@ -1,0 +1,192 @@
+"""Benchmark: the fixed cost of each Spark stage on a small crawl, job by job.
+
+    .venv/bin/python bench/bench_stages.py [--hosts 60] [--pages 3 12] [--cycles 2]
+        [--seed 1] [--workdir DIR] [--results bench/results/stages.jsonl]
+
+On a crawl this small every stage is mostly fixed cost: Spark jobs, Delta
+log reads and commits, the driver's planning between them. That cost is what
+a newcomer's first crawl, the test suite and the tail of every cycle pay, so
+it is measured on its own here. The test web (``fetch_testweb.py``'s parity
+web, ``--hosts`` hosts of ``--pages`` pages) runs in its own process; trawl
+runs inject, then ``--cycles`` cycles of generate -> fetch -> updatedb ->
+dedup -> events (``trawl.runner``) on Spark ``local[2]`` with Spark's event
+log on. Per stage the line records the wall time, the Spark jobs it ran,
+the seconds inside jobs and the seconds outside them (the driver: planning,
+Delta log work, Python), and the five call sites that ran the most jobs.
+One JSON line per run is appended to bench/results/stages.jsonl (or
+``--results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from bench_fetch import Web
+from bench_politeness import append_line, commit, machine
+
+from trawl.config import load_config
+from trawl.runner import (
+    run_dedup,
+    run_events,
+    run_fetch,
+    run_generate,
+    run_inject,
+    run_updatedb,
+    segment_id,
+)
+from trawl.session import build_spark
+from trawl.stages.common import StageContext
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "stages.jsonl"
+AT = datetime(2026, 11, 30, tzinfo=UTC)
+PHASE = "trawl.bench.stage"  # the Spark local property that names each job's stage
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--hosts", type=int, default=60, help="test web hosts")
+    ap.add_argument("--pages", type=int, nargs=2, default=(3, 12), metavar=("MIN", "MAX"))
+    ap.add_argument("--cycles", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1, help="test web seed")
+    ap.add_argument("--workdir", type=Path, help="kept when given (default: a temp folder)")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="JSONL file to append to")
+    return ap.parse_args()
+
+
+def event_lines(log_dir: Path) -> list[dict[str, Any]]:
+    """Spark's event log, uncompressed (``spark.eventLog.compress`` is off)."""
+    lines = []
+    for path in sorted(p for p in log_dir.rglob("*") if p.is_file()):
+        with path.open(encoding="utf-8") as fh:
+            lines += [json.loads(line) for line in fh if line.startswith("{")]
+    return lines
+
+
+def jobs_by_stage(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each job's stage (the local property), call site and start and end (ms)."""
+    jobs: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e["Event"] == "SparkListenerJobStart":
+            props = e.get("Properties") or {}
+            jobs[e["Job ID"]] = {
+                "stage": props.get(PHASE),
+                "site": (props.get("callSite.short") or "").split(" at ")[-1][:80],
+                "start": e["Submission Time"],
+                "end": e["Submission Time"],
+            }
+        elif e["Event"] == "SparkListenerJobEnd" and e["Job ID"] in jobs:
+            jobs[e["Job ID"]]["end"] = e["Completion Time"]
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job in jobs.values():
+        out[str(job["stage"])].append(job)
+    return out
+
+
+def summary(name: str, wall_s: float, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Jobs run, seconds in jobs (their union: AQE runs some at once) and out."""
+    spans = sorted((j["start"], j["end"]) for j in jobs)
+    busy_ms, reach = 0.0, float("-inf")
+    for start, end in spans:
+        if end > reach:
+            busy_ms += end - max(start, reach)
+            reach = end
+    busy = busy_ms / 1000
+    sites = Counter(j["site"] or "(Delta/Spark internal)" for j in jobs)
+    return {
+        "stage": name,
+        "wall_s": round(wall_s, 2),
+        "jobs": len(jobs),
+        "in_jobs_s": round(busy, 2),
+        "outside_jobs_s": round(wall_s - busy, 2),
+        "top_sites": sites.most_common(5),
+    }
+
+
+def crawl(args: argparse.Namespace, web: Web, work: Path) -> list[dict[str, Any]]:
+    log_dir = work / "eventlog"
+    log_dir.mkdir(parents=True)
+    overrides = [
+        f"dns.hosts_file={web.info['hosts_file']}",
+        'fetch.allow_networks=["127.0.0.0/8"]',
+        "politeness.min_delay_s=0.2",
+        "politeness.delay_factor=0.0",
+        "traps.soft404_probe=false",
+        "fetch.threads_per_task=16",
+        "fetch.follow_depth=3",
+        "spark.master=local[2]",
+        "spark.shuffle_partitions=4",
+        "spark.log_level=ERROR",
+        "spark.conf.spark.eventLog.enabled=true",
+        "spark.conf.spark.eventLog.compress=false",
+        f"spark.conf.spark.eventLog.dir=file://{log_dir}",
+    ]
+    cfg = load_config(None, overrides, environ={})
+    spark = build_spark(cfg)
+    root = str(work / "crawl")
+    walls: list[tuple[str, float]] = []
+
+    def stage(name: str, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        spark.sparkContext.setLocalProperty(PHASE, name)
+        began = time.monotonic()
+        got = job()
+        walls.append((name, time.monotonic() - began))
+        print(f"[stages] {name}: {walls[-1][1]:.1f} s", file=sys.stderr, flush=True)
+        return got
+
+    stage("inject", lambda: run_inject(StageContext(spark, cfg, root, "inject", AT),
+                                       [web.info["seeds_file"]]))  # fmt: skip
+    for i in range(args.cycles):
+        at = AT + timedelta(hours=i)
+        ctx = StageContext(spark, cfg, root, segment_id(at), at)
+        if not stage(f"c{i + 1}.generate", partial(run_generate, ctx))["urls"]:
+            break
+        for name, run in (("fetch", run_fetch), ("updatedb", run_updatedb),
+                          ("dedup", run_dedup), ("events", run_events)):  # fmt: skip
+            stage(f"c{i + 1}.{name}", partial(run, ctx))
+    spark.stop()
+    jobs = jobs_by_stage(event_lines(log_dir))
+    return [summary(name, wall, jobs.get(name, [])) for name, wall in walls]
+
+
+def main() -> None:
+    args = parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="trawl-bench-stages-"))
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    began, load = time.monotonic(), machine()
+    web = Web(args, work / "web")
+    try:
+        stages = crawl(args, web, work)
+    finally:
+        web.stop()
+    line = {
+        "bench": "stages",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": load,
+        "params": {"hosts": args.hosts, "pages": list(args.pages), "cycles": args.cycles},
+        "stages": stages,
+        "seconds": round(time.monotonic() - began, 1),
+    }
+    append_line(args.results, line)
+    for s in stages:
+        print(f"{s['stage']:>12}: {s['wall_s']:6.1f} s, {s['jobs']:3d} jobs, "
+              f"{s['in_jobs_s']:5.1f} s in jobs, {s['outside_jobs_s']:5.1f} s outside")  # fmt: skip
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
