@@ -76,36 +76,43 @@ class LinkFollowing:
                 found[link["host"]].append(link)
         return found
 
+    def _new_here(self, record: Mapping[str, Any], linked: bool) -> bool:
+        """(Under the lock.) The URL is on one of the task's hosts and not
+        taken yet; a followed link's host also has following planned
+        (``plan_follow``: without it whether crawldb knows the URL cannot be
+        told) and crawldb does not know the URL."""
+        host = record["host"]
+        if host not in self.first_item or record["url"] in self.seen:
+            return False
+        if not linked:
+            return True
+        known = self.known.get(host)
+        return known is not None and record["url_fp"] not in known
+
     def _stopped_for(self, record: Mapping[str, Any]) -> str | None:
         """Why the link's host was stopped in this task (robots.txt
         unreachable, over-cap Crawl-delay, failing, blocked by policy), when
-        it was and the URL is new to crawldb and the task (taken for the task
-        then); None otherwise."""
-        host = record["host"]
+        it was and the link is new here (taken for the task then); None
+        otherwise."""
         with self._lock:
-            why = self.stopped.get(host)
-            if why is None or host not in self.first_item or record["url"] in self.seen:
-                return None
-            if record["url_fp"] in self.known[host]:
+            why = self.stopped.get(record["host"])
+            if why is None or not self._new_here(record, linked=True):
                 return None
             self.seen.add(record["url"])
             return why
 
     def _claim(self, record: Mapping[str, Any], linked: bool, room: bool = True) -> bool:
-        """Take ``record``'s URL for this task, once: its host is one of the
-        task's and still fetched, and, for a followed link, the URL is not in
-        crawldb and (``room``: it is to be requested) the host has room left."""
+        """Take ``record``'s URL for this task, once: it is new here
+        (``_new_here``), its host still fetched and, for a followed link to
+        be requested (``room``), with room left."""
         host = record["host"]
         with self._lock:
-            if host not in self.first_item or host in self.stopped or record["url"] in self.seen:
+            if host in self.stopped or not self._new_here(record, linked):
                 return False
-            if linked:
-                if record["url_fp"] in self.known[host]:
+            if linked and room:
+                if self.follow_room.get(host, 0) <= 0:
                     return False
-                if room:
-                    if self.follow_room.get(host, 0) <= 0:
-                        return False
-                    self.follow_room[host] -= 1
+                self.follow_room[host] -= 1
             self.seen.add(record["url"])
             return True
 
@@ -229,8 +236,9 @@ class LinkFollowing:
         if not self._claim(record, linked=True, room=not denied):
             return None
         queued = self._queued_item(item, record, **fields)
-        if rules is None or not denied:
+        if not denied:
             return queued
+        assert rules is not None
         row = self.unfetched_row(queued, FetchOutcome.ROBOTS_DENIED)
         row["robots_decision"] = denied_decision(rules)
         self.emit(row)

@@ -154,10 +154,9 @@ def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: f
 
 def ensure_all(spark: SparkSession, root: str) -> None:
     """Every table of the crawl exists. The first time in a process each
-    table's log is read or its first commit written, about a second apiece
-    of driver work and small jobs; done for all tables at once, from a few
-    threads (one Spark session takes jobs from many), that is a few seconds
-    instead of ten or more."""
+    table's log is read or its first commit written, mostly driver work and
+    small jobs, so the tables are done at once from a few threads (one Spark
+    session takes jobs from many)."""
     todo = [name for name in TABLES if table_path(root, name) not in _ENSURED]
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="ensure-table") as pool:
         list(pool.map(lambda name: ensure_table(spark, root, name), todo))

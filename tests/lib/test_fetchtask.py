@@ -904,3 +904,27 @@ def test_a_link_to_a_host_stopped_in_the_task_is_deferred_with_it(tmp_path: Path
     )
     requested = {(r["host"], r["path"]) for r in read_log(web.access_log)}
     assert (stopped, "/" + target.split("/", 3)[3]) not in requested
+
+
+def test_links_of_hosts_without_room_are_left_to_updatedb(
+    model: WebModel, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # With following on but no room from generate (follow_quota 0, no known
+    # URLs), no link of the page is settled in the task, not even one its
+    # host's robots.txt disallows: whether crawldb knows it cannot be told,
+    # so updatedb decides, and the page's links are followed without error.
+    with TestWeb(model, tmp_path / "web") as web:
+        items = home_items(model, web.port, quota=0)
+        rows = list(run_fetch_task(items, config(web, "fetch.follow_depth=3"), "s1", 0, None, 60))
+    by_url = page_rows(rows)
+    assert set(by_url) == {i["url"] for i in items}
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    # the homepages do link to pages their robots.txt disallows
+    hosts = {h.name for h in model.hosts}
+    assert any(
+        model.is_disallowed(urlnorm.host_of(u), "/" + u.split("/", 3)[3], AGENT)
+        for r in by_url.values()
+        if r["outcome"] == "success"
+        for u in followable(r, hosts)
+        if urlnorm.host_of(u) == r["host"]
+    )

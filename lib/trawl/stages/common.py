@@ -82,7 +82,9 @@ def materialize(df: DataFrame) -> DataFrame:
 
 
 def release(*frames: DataFrame) -> None:
-    """Free frames made by ``materialize`` (their blocks) or ``cache()``."""
+    """Free frames made by ``materialize`` (their blocks) or ``cache()``.
+    PySpark has no call that frees a local checkpoint, and ``unpersist``
+    does nothing to one: its RDD is reached through the JVM plan."""
     for frame in frames:
         plan = frame._jdf.queryExecution().analyzed()
         if plan.getClass().getSimpleName() == "LogicalRDD":

@@ -521,7 +521,8 @@ DEFERRED_COLUMNS = (
 
 def generate(ctx: StageContext) -> Generated:
     spark, root = ctx.spark, ctx.root
-    if due_urls(read_table(spark, root, "crawldb"), ctx).isEmpty():
+    crawldb = read_table(spark, root, "crawldb")
+    if due_urls(crawldb, ctx).isEmpty():
         # Nothing due (a crawl caught up): one narrow scan instead of the
         # ranking's joins and windows over nothing.
         empty = spark.createDataFrame([], FETCHLIST_SCHEMA)
@@ -529,14 +530,13 @@ def generate(ctx: StageContext) -> Generated:
     hostdb = read_table(spark, root, "hostdb")
     ranked = materialize(
         rank_due(
-            read_table(spark, root, "crawldb"),
+            crawldb,
             hostdb,
             read_table(spark, root, "policy"),
             ctx,
             read_table(spark, root, "domainlinks"),
         )
     )
-    crawldb = read_table(spark, root, "crawldb")
     chosen = with_follow_quota(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx)
     chosen = materialize(chosen)
     deferred = materialize(over_budget(ranked, ctx))
