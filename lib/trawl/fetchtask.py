@@ -80,7 +80,7 @@ from trawl.fetchrules import (
 from trawl.frontier import url_filter
 from trawl.politeness import HostScheduler
 from trawl.resolver import AddressRefused
-from trawl.robots import RobotsRules
+from trawl.robots import DEFERRED_UNREACHABLE, RobotsRules
 from trawl.soft404 import ProbeAnswer, from_hints, from_probe, probe_url
 from trawl.status import FetchOutcome
 from trawl.urlnorm import registered_domain
@@ -217,8 +217,8 @@ class FetchTask(LinkFollowing):
             # the URLs are not gone, they wait for the host to answer again.
             # (Mostly stopped right after the last try, by after_request; this
             # is an item another worker took from the host just before that.)
-            self.stop(host, FetchOutcome.DEFERRED, "robots_unreachable", robots=True)
-            return self._no_request(item, FetchOutcome.DEFERRED, "robots_unreachable")
+            self.stop(host, FetchOutcome.DEFERRED, DEFERRED_UNREACHABLE, robots=True)
+            return self._no_request(item, FetchOutcome.DEFERRED, DEFERRED_UNREACHABLE)
         if not rules.allowed(str(item["url"])):
             return self._no_request(item, FetchOutcome.ROBOTS_DENIED, denied_decision(rules))
         if host in self.probe_owed:  # before the host's first page request
@@ -305,7 +305,7 @@ class FetchTask(LinkFollowing):
         elif rules is not None and rules.unreachable and not self.robots_retry_due(host, origin):
             # RFC 9309 2.3.1.4: complete disallow; the URLs wait for the host
             # to answer again, in a later segment.
-            self.stop(host, FetchOutcome.DEFERRED, "robots_unreachable", robots=True)
+            self.stop(host, FetchOutcome.DEFERRED, DEFERRED_UNREACHABLE, robots=True)
 
     def robots_retry_due(self, host: str, origin: str) -> bool:
         """Is robots.txt, unreachable just now, tried again in this task?

@@ -8,6 +8,12 @@ outcome, and consecutive failures (``politeness.max_failures`` in a row,
 robots.txt fetches included, pause the host for ``failure_pause_s``, as
 Heritrix's and Google's crawlers back off from a failing site).
 
+A host whose URLs the fetch task deferred because its robots.txt stayed
+unreachable (complete disallow, RFC 9309 2.3.1.4) is held the same way for as
+long as those URLs wait (``schedule.retry_interval_s``): a URL of it found
+meanwhile, on another host's page, waits with them, rather than sending the
+next segment to ask the failing robots.txt again only to defer it.
+
 A robots.txt fetch that failed (5xx, 429, network error) does not replace the
 stored copy: the last usable answer stays for the fetcher to fall back on
 (RFC 9309 2.4), and ``robots_unreachable_since`` marks when the outage began,
@@ -28,7 +34,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from trawl.robots import UNREACHABLE_REASONS
+from trawl.robots import DEFERRED_UNREACHABLE, UNREACHABLE_REASONS
 from trawl.soft404 import from_probe, hostdb_fields
 from trawl.status import FetchOutcome
 
@@ -36,6 +42,7 @@ Row = dict[str, Any]
 
 FAILURES_BEFORE_PAUSE = 10  # politeness.max_failures
 PAUSE = timedelta(days=1)  # politeness.failure_pause_s
+ROBOTS_HOLD = timedelta(days=1)  # schedule.retry_interval_s
 _OUTAGE_PREFIXES = ("stale_copy_", "unreachable_long_")  # fetchrules.rules_when_unreachable
 _FAILED = {FetchOutcome.RETRY.value}
 _NO_REQUEST = {
@@ -57,10 +64,12 @@ def merge_host(
     max_failures: int = FAILURES_BEFORE_PAUSE,
     pause: timedelta = PAUSE,
     probe: Row | None = None,
+    robots_hold: timedelta = ROBOTS_HOLD,
 ) -> Row:
     """New hostdb row from the old one (or None), this segment's visits (dicts
-    with kind, fetched_at, outcome, delay_s, elapsed_s, ip, in time order;
-    robots.txt fetches are kind "robots", soft-404 probes kind "probe"), its
+    with kind, fetched_at, outcome, delay_s, elapsed_s, ip, robots_decision
+    and error, in time order; robots.txt fetches are kind "robots", soft-404
+    probes kind "probe"), its
     latest robots.txt fetch row and its soft-404 probe row (or None). ``base``
     gives host_bucket and domain for a host seen the first time."""
     if old is not None and old.get("last_segment") == segment:
@@ -81,6 +90,8 @@ def merge_host(
     new["fetches"] = (new.get("fetches") or 0) + sum(v in requested for v in pages)
     _timing(new, requested)
     _failures(new, requested, at, max_failures, pause)
+    if any(_deferred_for_robots(v) for v in visits):
+        _hold(new, at + robots_hold)
     ips = [v["ip"] for v in visits if v.get("ip")]
     if ips:
         new["ip"] = ips[-1]
@@ -110,6 +121,23 @@ def _robots(new: Row, robots: Row) -> None:
         robots_unreachable_since=None,
         crawl_delay_s=robots.get("crawl_delay_s"),
     )
+
+
+def _deferred_for_robots(visit: Row) -> bool:
+    """A URL the task deferred because the host's robots.txt stayed
+    unreachable (the reason is in ``robots_decision`` when the task stopped
+    the host, in ``error`` for one queued after that)."""
+    return visit.get("outcome") == FetchOutcome.DEFERRED.value and DEFERRED_UNREACHABLE in (
+        visit.get("robots_decision"),
+        visit.get("error"),
+    )
+
+
+def _hold(new: Row, until: datetime) -> None:
+    """No URL of the host is generated before ``until`` (a longer hold stays)."""
+    current = new.get("backoff_until")
+    if current is None or current < until:
+        new["backoff_until"] = until
 
 
 def _timing(new: Row, requested: Sequence[Row]) -> None:

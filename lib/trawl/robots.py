@@ -125,6 +125,9 @@ class _Group:
 
 
 UNREACHABLE_REASONS = frozenset({"unreachable", "status_429", "status_5xx", "status_other"})
+# Why a fetch task defers a host's URLs when its robots.txt stays unreachable
+# (complete disallow, 2.3.1.4): they wait for a later segment.
+DEFERRED_UNREACHABLE = "robots_unreachable"
 
 
 class RobotsRules:

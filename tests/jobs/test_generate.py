@@ -317,6 +317,8 @@ def test_each_host_is_cut_to_its_cap_before_the_shuffle(spark: Any) -> None:
 def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
     spark: Any, tmp_path: Path
 ) -> None:
+    """Nothing due, or only URLs of a host hostdb holds, gives an empty fetch
+    list; a due URL of a host not held is chosen."""
     from trawl.runner import run_generate
     from trawl.tables import ensure_all, read_segment_table, read_table, table_path
 
@@ -329,8 +331,16 @@ def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
     for row in rows:  # all fetched, due again tomorrow
         row.update(status="fetched", next_fetch_at=AT + timedelta(days=1))
     rows[0]["next_fetch_at"] = AT + timedelta(hours=2)
+    # due already, but its host is held (a robots.txt outage) for five hours
+    rows[-1]["next_fetch_at"] = AT - timedelta(hours=1)
     crawldb = table_path(root, "crawldb")
     spark.createDataFrame(rows, CRAWLDB_SCHEMA).write.format("delta").mode("append").save(crawldb)
+    held: dict[str, Any] = dict.fromkeys(HOSTDB_SCHEMA.fieldNames())
+    held.update(host=rows[-1]["host"], host_bucket=rows[-1]["host_bucket"],
+                domain=rows[-1]["domain"], backoff_until=AT + timedelta(hours=5))  # fmt: skip
+    spark.createDataFrame([held], HOSTDB_SCHEMA).write.format("delta").mode("append").save(
+        table_path(root, "hostdb")
+    )
 
     first = run_generate(StageContext(spark, cfg, root, "seg1", AT))
     assert first["urls"] == 0

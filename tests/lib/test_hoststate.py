@@ -179,6 +179,33 @@ def test_backoff_kept_while_failing_and_cleared_by_an_answer() -> None:
     assert answered["backoff_until"] is None
 
 
+@pytest.mark.parametrize("field", ["robots_decision", "error"])
+def test_urls_deferred_for_an_unreachable_robots_txt_hold_the_host(field: str) -> None:
+    robots = robots_row(robots_decision="status_5xx", http_status=503, robots_body=None)
+    visits = [
+        visit("retry", 0, kind="robots", robots_decision="status_5xx"),
+        visit("deferred", 1, **{field: "robots_unreachable"}),
+    ]
+    new = merge_host(None, HOST, visits, robots, AT, SEG, BASE, robots_hold=timedelta(hours=6))
+    assert new["backoff_until"] == AT + timedelta(hours=6)
+    assert merge(None, visits, robots)["backoff_until"] == AT + timedelta(days=1)  # the default
+
+
+def test_other_deferrals_and_a_robots_outage_without_one_hold_nothing() -> None:
+    over_cap = visit("deferred", 1, robots_decision="crawl_delay_over_cap")
+    assert merge(None, [visit("success", 0), over_cap]).get("backoff_until") is None
+    # robots.txt failed once, then answered: the pages were fetched
+    retried = [visit("retry", 0, kind="robots"), visit("success", 2, kind="robots")]
+    assert merge(None, [*retried, visit("success", 3)]).get("backoff_until") is None
+
+
+def test_a_longer_pause_outlasts_the_robots_hold() -> None:
+    old = merge(None, [], segment="seg1")
+    old["backoff_until"] = AT + timedelta(days=3)
+    deferred = visit("deferred", 1, robots_decision="robots_unreachable")
+    assert merge(old, [visit("retry", 0), deferred])["backoff_until"] == AT + timedelta(days=3)
+
+
 def test_delay_and_next_allowed_from_the_last_requested_visit() -> None:
     visits = [
         visit("success", 0, delay_s=1.0),

@@ -2,7 +2,9 @@
 
 Due URLs (new, or ``next_fetch_at`` passed), not locked by another
 unfinished segment, not blocked or paused by policy (a host's rule or its
-registered domain's, the stricter of the two), ranked by score; then caps:
+registered domain's, the stricter of the two), not of a host hostdb holds
+(``backoff_until``: a failing host's pause, a robots.txt outage), ranked by
+score; then caps:
 
 - per host: what its politeness gap allows in the fetch window
   (window / gap + 1, less the requests before its pages: robots.txt when
@@ -522,12 +524,13 @@ DEFERRED_COLUMNS = (
 def generate(ctx: StageContext) -> Generated:
     spark, root = ctx.spark, ctx.root
     crawldb = read_table(spark, root, "crawldb")
-    if due_urls(crawldb, ctx).isEmpty():
-        # Nothing due (a crawl caught up): one narrow scan instead of the
-        # ranking's joins and windows over nothing.
+    hostdb = read_table(spark, root, "hostdb")
+    held = hostdb.filter(F.col("backoff_until") > F.lit(ctx.at).cast("timestamp"))
+    if due_urls(crawldb, ctx).join(F.broadcast(held.select("host")), "host", "left_anti").isEmpty():
+        # Nothing due, or only URLs of held hosts (a crawl caught up): one
+        # narrow scan instead of the ranking's joins and windows over nothing.
         empty = spark.createDataFrame([], FETCHLIST_SCHEMA)
         return Generated(empty, spark.createDataFrame([], DEFERRED_COLUMNS), [])
-    hostdb = read_table(spark, root, "hostdb")
     ranked = materialize(
         rank_due(
             crawldb,

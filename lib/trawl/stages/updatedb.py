@@ -222,7 +222,9 @@ def _host_or_none(url: str) -> str | None:
 
 def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFrame:
     """hostdb rows for every host the segment visited, through ``merge_host``."""
-    visit = F.struct("fetched_at", "outcome", "delay_s", "elapsed_s", "ip", "kind")
+    visit = F.struct(
+        "fetched_at", "outcome", "delay_s", "elapsed_s", "ip", "kind", "robots_decision", "error"
+    )
     pages = fetch.groupBy("host").agg(F.sort_array(F.collect_list(visit)).alias("visits"))
     robots = (
         fetch.filter(F.col("kind") == "robots")
@@ -241,6 +243,7 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
     at, segment, buckets = ctx.at, ctx.segment, ctx.cfg.crawl.host_buckets
     politeness = ctx.cfg.politeness
     pause = timedelta(seconds=politeness.failure_pause_s)
+    robots_hold = timedelta(seconds=ctx.cfg.schedule.retry_interval_s)
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for row in rows:
@@ -248,7 +251,7 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
             base = {"host_bucket": host_bucket(host, buckets), "domain": registered_domain(host)}
             new = merge_host(
                 row["old"], host, row["visits"] or [], row["robots"], at, segment, base,
-                politeness.max_failures, pause, probe=row["probe"],
+                politeness.max_failures, pause, probe=row["probe"], robots_hold=robots_hold,
             )  # fmt: skip
             if new is not row["old"]:
                 yield new
