@@ -454,12 +454,14 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=65_536)
 def registered_domain(host: str) -> str:
     """The registrable domain (public suffix + one label) of a host, for per-site grouping.
 
     IP addresses are returned as they are. A host that is itself a public suffix is
     returned whole. Hosts under no known suffix (``localhost``, ``site-7.test``,
-    ``intranet.corp``) fall back to their last two labels.
+    ``intranet.corp``) fall back to their last two labels. Cached: a page's
+    links, and a segment's, keep naming the same hosts.
     """
     host = host.strip().lower().removesuffix(".")
     if _is_ip(host):
