@@ -94,7 +94,7 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         deferred_urls = generated.deferred.count()
         write_segment_table(generated.fetchlist, ctx.root, ctx.segment, "fetchlist")
         written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-        mark_generated(written, generated.deferred, ctx)
+        mark_generated(written, generated.deferred, ctx, rows=written.count() + deferred_urls)
         generated.release()
     stats = written.agg(
         F.count("*").alias("urls"),

@@ -354,3 +354,16 @@ def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
     assert [r["url"] for r in listed] == [rows[0]["url"]]
     marked = read_table(spark, root, "crawldb").filter("generated_segment = 'seg2'").collect()
     assert [r["url"] for r in marked] == [rows[0]["url"]]
+
+
+def test_a_mark_source_is_broadcast_within_an_eighth_of_the_driver_heap(spark: Any) -> None:
+    from trawl.stages.common import broadcastable
+
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    assert broadcastable(spark, heap // 8 // 256, 256)
+    assert not broadcastable(spark, heap // 8 // 256 + 1, 256)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        assert not broadcastable(spark, 10, 256)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")

@@ -64,6 +64,19 @@ def sql_in(values: Iterable[int]) -> str:
     return "(" + ", ".join(str(int(v)) for v in items) + ")" if items else "(NULL)"
 
 
+def broadcastable(spark: SparkSession, rows: int, row_bytes: int) -> bool:
+    """Is a join side of ``rows`` rows of about ``row_bytes`` bytes each
+    small enough to send whole to every executor: at most an eighth of the
+    driver's heap (which builds it), and broadcasting not turned off
+    (``spark.sql.autoBroadcastJoinThreshold=-1``)."""
+    if spark.conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1":
+        return False
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    heap = int(jvm.java.lang.Runtime.getRuntime().maxMemory())
+    return rows * row_bytes <= heap // 8
+
+
 def materialize(df: DataFrame) -> DataFrame:
     """Compute ``df`` now and keep its rows on the executors (a local
     checkpoint), for a frame that several later queries or a MERGE read.

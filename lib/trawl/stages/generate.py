@@ -41,7 +41,13 @@ from pyspark.sql.types import StringType, StructField, StructType
 from trawl.packing import assign_tasks
 from trawl.resolver import AddressRefused, Resolver
 from trawl.schemas import FETCHLIST_SCHEMA
-from trawl.stages.common import StageContext, map_records, materialize, release
+from trawl.stages.common import (
+    StageContext,
+    broadcastable,
+    map_records,
+    materialize,
+    release,
+)
 from trawl.tables import delta_table, read_table
 
 # What the fetch task needs to know of a host from hostdb: its politeness
@@ -61,6 +67,9 @@ RANKED_COLUMNS = (
     "content_sha256", "stored_capture", "deferrals", "priority", "overdue", "host_cap",
     "static_domain_cap", "budget",
 )  # fmt: skip
+# A row of mark_generated's source as a broadcast hash table holds it: keys,
+# the URL (crawl URLs average well under 100 bytes), due time, counts.
+MARK_ROW_BYTES = 256
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 # fetch.follow_depth: a host crawldb knows more URLs of is not followed within
 # a segment (the fetch list would carry every one of their fingerprints); its
@@ -456,9 +465,15 @@ def assign(chosen: DataFrame, ctx: StageContext) -> DataFrame:
     return chosen.join(F.broadcast(tasks), "group").select(*FETCHLIST_SCHEMA.fieldNames())
 
 
-def mark_generated(fetchlist: DataFrame, deferred: DataFrame, ctx: StageContext) -> None:
+def mark_generated(
+    fetchlist: DataFrame, deferred: DataFrame, ctx: StageContext, rows: int | None = None
+) -> None:
     """One MERGE: the fetch list's rows are generated for this segment (their
-    deferral count starts again), the deferred ones are put off."""
+    deferral count starts again), the deferred ones are put off. ``rows``
+    (both together, if known): a source that ``broadcastable`` allows is
+    broadcast, so crawldb's rows meet it where they are read instead of
+    being shuffled to it (bench_scale-style run, 3M URLs, 290k rows: the
+    MERGE took 27 s shuffled, 20 s broadcast)."""
     at = F.lit(ctx.at).cast("timestamp")
     chosen = fetchlist.select(
         "host_bucket", "url_fp", "url",
@@ -466,6 +481,8 @@ def mark_generated(fetchlist: DataFrame, deferred: DataFrame, ctx: StageContext)
         F.lit(0).alias("deferrals"), F.lit("generate").alias("_op"),
     )  # fmt: skip
     source = chosen.unionByName(deferred.withColumn("_op", F.lit("defer")))
+    if rows is not None and broadcastable(ctx.spark, rows, MARK_ROW_BYTES):
+        source = F.broadcast(source)
     buckets = [r[0] for r in source.select("host_bucket").distinct().collect()]
     if not buckets:
         return
