@@ -32,7 +32,8 @@ BASE_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     # A join whose smaller side's shuffle partitions all fit in 64 MiB hashes
     # them instead of sorting both sides: a MERGE's source against crawldb's
-    # rows (bench_scale, 3M URLs: generate 85 -> 71 s, updatedb 137 -> 113 s).
+    # rows (bench_scale, 3M URLs, against Spark's default 0: generate 64 -> 49 s,
+    # updatedb 95 -> 92 s; see README).
     "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": "64m",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.schema.autoMerge.enabled": "false",
