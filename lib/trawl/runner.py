@@ -88,14 +88,11 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         # clearing a whole run) keeps it rather than pick what is due now.
         say(f"generate: segment {ctx.segment} is fetched; its fetch list stays")
         written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-        deferred_urls = None
+        generated = None
     else:
         generated = generate(ctx)
-        deferred_urls = generated.deferred.count()
         write_segment_table(generated.fetchlist, ctx.root, ctx.segment, "fetchlist")
         written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-        mark_generated(written, generated.deferred, ctx, rows=written.count() + deferred_urls)
-        generated.release()
     stats = written.agg(
         F.count("*").alias("urls"),
         F.countDistinct("host").alias("hosts"),
@@ -104,6 +101,11 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
         F.sum(F.when(F.col("follow_known").isNotNull(), F.col("follow_quota"))).alias("follow"),
     ).first()
     assert stats is not None
+    deferred_urls = None
+    if generated is not None:
+        deferred_urls = generated.deferred.count()
+        mark_generated(written, generated.deferred, ctx, rows=stats["urls"] + deferred_urls)
+        generated.release()
     counters = [
         ("generate/urls", stats["urls"]),
         ("generate/hosts", stats["hosts"]),
