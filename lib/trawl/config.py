@@ -84,6 +84,7 @@ class FetchConfig:
     max_outlinks_per_page: int = 500
     follow_redirects: int = 0
     follow_depth: int = 0
+    follow_new_hosts: bool = True
     policy_refresh_s: float = 30.0
 
 

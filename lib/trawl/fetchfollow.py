@@ -8,7 +8,9 @@ the base class that holds these methods, and names the task state they read.
 Followed URLs become items of their host, queued with the release of the
 host that found them (``HostScheduler.release``), so they are fetched under
 that host's politeness; a host belongs to one task only, and no URL is
-fetched twice in a task (``seen``).
+fetched twice in a task (``seen``). A link to a host crawldb has never seen
+may start that host in the task (``start_host``; the rules are in
+``trawl.fetchclaim``).
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ from typing import Any
 
 from trawl.budgets import counter_step
 from trawl.config import Config
-from trawl.fetcher import origin_of
+from trawl.fetchclaim import NewHosts, host_room
+from trawl.fetcher import Fetcher, origin_of
 from trawl.fetchrow import Row
-from trawl.fetchrules import denied_decision
+from trawl.fetchrules import HostVerdict, denied_decision
 from trawl.frontier import admit
+from trawl.politeness import HostScheduler
+from trawl.resolver import AddressRefused
 from trawl.robots import RobotsRules
 from trawl.status import FetchOutcome
 from trawl.urlfilter import UrlFilter
+from trawl.urlnorm import registered_domain
 
 
 class LinkFollowing:
@@ -41,9 +47,18 @@ class LinkFollowing:
     stopped: dict[str, str]  # host -> why its work was taken out
     follow_room: dict[str, int]  # host -> links it may still have followed
     known: dict[str, set[int]]  # host -> crawldb's URL fingerprints of it
+    new_hosts: NewHosts | None  # fetch.follow_new_hosts: hosts the task may start
+    ips: dict[str, str]
+    domains: dict[str, str]
+    fetcher: Fetcher
+    scheduler: HostScheduler[Mapping[str, Any]]
+    policy_view: HostVerdict | None  # the operator's policy as last read (``check_policy``)
     _lock: threading.Lock
 
     def emit(self, row: Row) -> None:
+        raise NotImplementedError  # the task's
+
+    def plan_probe(self, host: str, hints: Mapping[str, Any], now: datetime) -> None:
         raise NotImplementedError  # the task's
 
     def unfetched_row(self, item: Mapping[str, Any], outcome: FetchOutcome, **fields: Any) -> Row:
@@ -112,6 +127,8 @@ class LinkFollowing:
             if linked and room:
                 if self.follow_room.get(host, 0) <= 0:
                     return False
+                if self.new_hosts is not None and not self.new_hosts.take(host):
+                    return False  # a started host's domain has no room left
                 self.follow_room[host] -= 1
             self.seen.add(record["url"])
             return True
@@ -154,6 +171,8 @@ class LinkFollowing:
             at=datetime.now(UTC),
             segment=None,
         )
+        if record is not None:
+            self.start_host(record)
         if record is None or not self._claim(record, linked=False):
             return None  # another task's host, or filtered: updatedb records it
         return self._queued_item(
@@ -198,6 +217,7 @@ class LinkFollowing:
             )  # fmt: skip
             if record is None or "?" in record["url"]:
                 continue
+            self.start_host(record)
             fields = {
                 "depth": depth, "counter_run": run, "score": share,
                 "is_sitemap": bool(link.get("sitemap")), "follow_step": step + 1,
@@ -243,3 +263,59 @@ class LinkFollowing:
         row["robots_decision"] = denied_decision(rules)
         self.emit(row)
         return None
+
+    def start_host(self, record: Mapping[str, Any]) -> bool:
+        """Is the linked URL's host one of the task's, possibly just started?
+
+        A host crawldb has never seen is started here when the task owns its
+        address and policy lets it be fetched (``trawl.fetchclaim``): it is
+        resolved (the SSRF guard refuses it like any host), added to the
+        scheduler with no work (the link's release queues it), given the
+        room of a host generate knew nothing of and, when due, its soft-404
+        probe; robots.txt is fetched before its first page as for any host
+        without hostdb's copy. Declined hosts are remembered with why."""
+        host = str(record["host"])
+        new = self.new_hosts
+        if new is None or host in self.first_item:
+            return host in self.first_item
+        domain = str(record.get("domain") or registered_domain(host))
+        with self._lock:
+            if host in self.first_item:
+                return True
+            why = new.precheck(host, domain)
+            if why is not None:
+                return False
+            new.declined[host] = "starting"  # another worker meeting it leaves it
+        try:
+            ip = self.fetcher.resolver.resolve(host)
+        except AddressRefused as exc:
+            return self._decline(host, f"address: {exc.reason}")
+        if not new.owns(ip):
+            return self._decline(host, "other_task")
+        now = datetime.now(UTC)
+        verdict = self.policy_view(host, domain, now) if self.policy_view else None
+        if verdict is not None and verdict[0]:
+            return self._decline(host, "policy")
+        first: Row = {
+            "url": record["url"], "url_fp": record["url_fp"], "host": host,
+            "host_bucket": record["host_bucket"], "domain": domain, "ip": ip,
+            "task": new.task,
+        }  # fmt: skip
+        self.plan_probe(host, first, now)
+        self.scheduler.add_host(host, ip, [])
+        if verdict is not None:
+            self.scheduler.set_min_delay(host, verdict[1])
+        with self._lock:
+            self.ips[host] = ip
+            self.domains[host] = domain
+            self.known[host] = set()
+            self.follow_room[host] = host_room(self.cfg)
+            new.start(host, domain)
+            self.first_item[host] = first  # last: the host is the task's from here on
+        return True
+
+    def _decline(self, host: str, why: str) -> bool:
+        with self._lock:
+            assert self.new_hosts is not None
+            self.new_hosts.declined[host] = why
+        return False

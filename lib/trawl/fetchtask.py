@@ -39,7 +39,9 @@ the row (``robots_decision`` or ``error``) and counted by the fetch job:
   from generate (``follow_quota``); the rules are in ``trawl.fetchfollow``.
   Their rows name the page (``linked_from``); updatedb adds them to crawldb
   as fetched. A link the task can settle without a request is settled
-  there (denied by robots.txt, or deferred with its stopped host);
+  there (denied by robots.txt, or deferred with its stopped host). A link
+  to a host crawldb has never seen starts that host in the task when the
+  task owns its address (``fetch.follow_new_hosts``, ``trawl.fetchclaim``);
 - soft 404s (``trawl.soft404``, ``traps.soft404_probe``): a host with no
   probe in hostdb, or one older than ``traps.soft404_reprobe_s``, is asked
   once for a path that cannot exist, after robots.txt and before its first
@@ -64,10 +66,12 @@ from typing import Any
 
 from trawl.config import Config
 from trawl.fetcharchive import task_archive
+from trawl.fetchclaim import NewHosts, NewHostScope
 from trawl.fetcher import Fetcher, Visit, origin_of, user_agent
 from trawl.fetchfollow import LinkFollowing
 from trawl.fetchrow import Row, base_row
 from trawl.fetchrules import (
+    HostVerdict,
     PolicySource,
     allowed_decision,
     cached_rules,
@@ -101,6 +105,7 @@ class FetchTask(LinkFollowing):
         deadline: float,
         policy: PolicySource | None = None,
         segment: str = "",
+        new_hosts: NewHosts | None = None,
     ) -> None:
         self.cfg = cfg
         self.fetcher = fetcher
@@ -110,6 +115,7 @@ class FetchTask(LinkFollowing):
             self.rule, deadline, time.monotonic, mode=cfg.politeness.mode
         )
         self.policy = policy
+        self.policy_view: HostVerdict | None = None  # the policy as last read
         self.segment = segment  # names the soft-404 probe's path
         self.url_filter = url_filter(cfg)
         self.rules: dict[str, RobotsRules] = {}  # origin -> rules in force
@@ -125,6 +131,8 @@ class FetchTask(LinkFollowing):
         # crawldb's URLs of it (fingerprints), from generate
         self.follow_room: dict[str, int] = {}
         self.known: dict[str, set[int]] = {}
+        # fetch.follow_new_hosts: the hosts crawldb does not know this task may start
+        self.new_hosts = new_hosts
         self.rows: list[Row] = []
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -333,7 +341,7 @@ class FetchTask(LinkFollowing):
         """Apply the operator's policy to every host of the task (see ``run``)."""
         if self.policy is None:
             return
-        view = self.policy()
+        view = self.policy_view = self.policy()
         now = datetime.now(UTC)
         for host in self.scheduler.hosts():
             if host in self.stopped:
@@ -387,18 +395,25 @@ def run_fetch_task(
     warc_dir: str | None,
     time_limit_s: float,
     policy: PolicySource | None = None,
+    scope: NewHostScope | None = None,
 ) -> Iterator[Row]:
     """Fetch one task's fetchlist rows; yields one row per attempt.
 
     ``policy()`` gives the operator's policy as it is now (read again every
-    ``fetch.policy_refresh_s``); see ``policy_source``.
+    ``fetch.policy_refresh_s``); see ``policy_source``. ``scope``: what the
+    task needs to start hosts crawldb does not know (``trawl.fetchclaim``;
+    None: it starts none).
     """
     writer = None
     if warc_dir:
         writer = task_archive(cfg.warc, warc_dir, segment, task, user_agent(cfg))
     fetcher = Fetcher.from_config(cfg, writer)
     try:
-        job = FetchTask(cfg, fetcher, time.monotonic() + time_limit_s, policy, segment)
+        new_hosts = None
+        if scope is not None and cfg.fetch.follow_depth > 0 and cfg.fetch.follow_new_hosts:
+            new_hosts = NewHosts(scope, task, cfg)
+        deadline = time.monotonic() + time_limit_s
+        job = FetchTask(cfg, fetcher, deadline, policy, segment, new_hosts)
         job.add_hosts(items)
         rows = job.run()
     finally:

@@ -24,9 +24,12 @@ Names come from, in order:
    ``curl --resolve`` - the test web and private crawls use it. Pinned
    addresses are checked too: pinning a name to loopback also needs
    ``allow_networks`` (two explicit opt-ins, never one by accident);
-2. ``socket.getaddrinfo`` (the system resolver), first IPv4 or IPv6 answer,
-   cached for ``cache_ttl_s`` (failures for ``negative_ttl_s``) so a task
-   does not ask twice for the same host.
+2. ``socket.getaddrinfo`` (the system resolver): of the family of its first
+   answer (IPv4 or IPv6), the lowest address, so that every task and
+   generate pick the same address of a name whose DNS rotates its answers
+   (fetch tasks serve addresses, not names: ``trawl.fetchclaim``); cached
+   for ``cache_ttl_s`` (failures for ``negative_ttl_s``) so a task does not
+   ask twice for the same host.
 
 A ``Resolver`` is shared by a fetch task's worker threads: the cache is
 guarded by a lock (a look-up itself runs outside it).
@@ -251,24 +254,27 @@ class Resolver:
             cached = self._cache.get(name)
         if cached is not None and cached[0] > now:
             return cached[1]
-        address = self._lookup_first(name)
+        address = self._lookup_address(name)
         ttl = self.cache_ttl_s if address is not None else self.negative_ttl_s
         self._store(name, now + ttl, address)
         return address
 
-    def _lookup_first(self, name: str) -> IPAddress | None:
-        """First IPv4/IPv6 answer; None when the name does not resolve."""
+    def _lookup_address(self, name: str) -> IPAddress | None:
+        """The lowest address of the first answer's family (IPv4 or IPv6);
+        None when the name does not resolve. The one address is then checked:
+        no other answer is tried if it is refused."""
         if not name:
             return None
         try:
             answers = self._lookup(name)
         except (OSError, UnicodeError):  # gaierror; a label too long for IDNA
             return None
-        for answer in answers:
-            literal = _ip_literal(answer)  # an IPv6 zone id (fe80::1%eth0) is kept
-            if literal is not None:
-                return literal
-        return None
+        # an IPv6 zone id (fe80::1%eth0) is kept
+        literals = [a for a in map(_ip_literal, answers) if a is not None]
+        if not literals:
+            return None
+        family = [a for a in literals if a.version == literals[0].version]
+        return min(family, key=lambda a: (a.packed, str(a)))
 
     def _store(self, name: str, expires: float, address: IPAddress | None) -> None:
         with self._lock:

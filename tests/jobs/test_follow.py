@@ -1,6 +1,7 @@
 """fetch.follow_depth on Spark: generate's room per host, and a cycle that
-fetches a followed page once, records it in crawldb as fetched and never
-generates it again before it is due."""
+fetches a followed page once (on a generated host, or on a host crawldb
+never saw that its task started), records it in crawldb as fetched and
+never generates it again before it is due."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.config import load_config
+from trawl.fetchclaim import address_owner, host_room
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.stages.common import StageContext
 from trawl.stages.generate import FOLLOW_KNOWN_MAX, with_follow_quota
@@ -65,9 +67,15 @@ def test_each_host_gets_what_its_caps_leave(spark: Any) -> None:
     assert {(r["follow_quota"], r["follow_known"]) for r in off} == {(None, None)}
 
 
-def test_a_cycle_records_followed_pages_as_fetched(spark: Any, tmp_path: Path) -> None:
-    model = WebModel.generate(7, hosts=6, ips=2, pages_per_host=(4, 8))
-    with TestWeb(model, tmp_path / "web", n_seeds=6) as web:
+def test_a_cycle_records_followed_pages_and_started_hosts(spark: Any, tmp_path: Path) -> None:
+    # Seeds on two of eight hosts, at two addresses (a task each). Links are
+    # followed on the seeded hosts, and lead to the others, which the task
+    # owning each one's address starts in the same segment (the seeds'
+    # homepages link to hosts at their own addresses: model seed 19).
+    # updatedb records every followed page once in crawldb as fetched and the
+    # started hosts in hostdb; the next generate lists none of what was done.
+    model = WebModel.generate(19, hosts=8, ips=3, pages_per_host=(4, 8))
+    with TestWeb(model, tmp_path / "web", n_seeds=2) as web:
         cfg = load_config(
             None,
             [
@@ -102,9 +110,25 @@ def test_a_cycle_records_followed_pages_as_fetched(spark: Any, tmp_path: Path) -
     listed = {r["url"] for r in fetchlist}
     assert followed and not set(followed) & listed
     assert fetched["fetch/followed"] == len(followed)
-    # each host's requests within the room generate gave it (a link its
-    # robots.txt copy disallows is recorded as denied, unrequested)
-    room = {r["host"]: r["follow_quota"] for r in fetchlist}
+    # the started hosts: each served by one task, the owner of its address,
+    # robots.txt asked first (hostdb has no copy)
+    seeded = {r["host"] for r in fetchlist}
+    owners = {r["ip"]: r["task"] % cfg.fetch.tasks for r in fetchlist}
+    ip_of = {h.name: h.ip for h in model.hosts}
+    started: dict[str, set[int]] = {}
+    for r in rows:
+        if r["host"] not in seeded:
+            started.setdefault(r["host"], set()).add(r["task"])
+    assert len(seeded) == 2 and len(started) >= 2
+    for host, tasks in started.items():
+        assert tasks == {address_owner(ip_of[host], owners, cfg.fetch.tasks)}, host
+    assert set(started) <= {r["host"] for r in rows if r["kind"] == "robots"}
+    # each host's requests within the room generate gave it, or a started
+    # host's (a link its robots.txt copy disallows is recorded as denied,
+    # unrequested)
+    room = {r["host"]: r["follow_quota"] for r in fetchlist} | dict.fromkeys(
+        started, host_room(cfg)
+    )
     requested = [r for r in followed.values() if r["outcome"] != "robots_denied"]
     for host, n in Counter(r["host"] for r in requested).items():
         assert n <= room[host]
@@ -118,9 +142,12 @@ def test_a_cycle_records_followed_pages_as_fetched(spark: Any, tmp_path: Path) -
             continue
         assert known["fetches"] == 1 and known["last_fetch_at"] is not None, (row["outcome"], known)
         assert known["generated_segment"] is None
-        assert known["depth"] == row["depth"]
+        # the shortest link's: another task may have met a shorter one it did not follow
+        assert known["depth"] <= row["depth"]
         if row["outcome"] == "success":
             assert known["status"] == "fetched"
+    assert any(r["host"] in started and r["outcome"] == "success" for r in followed.values())
+    assert set(started) <= {r["host"] for r in read_table(spark, root, "hostdb").collect()}
     generated_again = {
         r["url"] for r in read_segment_table(spark, root, ctx(1).segment, "fetchlist").collect()
     }
@@ -128,4 +155,5 @@ def test_a_cycle_records_followed_pages_as_fetched(spark: Any, tmp_path: Path) -
     done = {u for u, r in followed.items() if r["outcome"] in ("success", "robots_denied")}
     assert not generated_again & done
     audit = politeness_audit(log, 0.05, model=model)
-    assert audit.hosts_with_overlap == 0 and audit.gaps_below_min == 0
+    assert audit.hosts_with_overlap == 0 and audit.max_in_flight_per_ip <= 1
+    assert audit.gaps_below_min == 0 and audit.ip_gaps_below_min == 0

@@ -192,17 +192,21 @@ def test_resolved_address_is_checked() -> None:
     assert (info.value.reason, info.value.address) == ("private", "10.0.0.5")
 
 
-def test_first_answer_is_the_one_checked_and_returned() -> None:
+def test_the_lowest_answer_of_the_first_family_is_the_one_checked_and_returned() -> None:
     lookup = FakeLookup(
         {
-            "multi.example": ["93.184.216.34", "10.0.0.1"],
-            "bad-first.example": ["10.0.0.1", "8.8.8.8"],
+            "multi.example": ["93.184.216.34", "2001:db8::1", "93.184.216.3"],
+            "rotated.example": ["93.184.216.3", "93.184.216.34"],
+            "v6.example": ["2606:2800::9", "93.184.216.3", "2606:2800::1"],
+            "bad-lowest.example": ["11.0.0.1", "10.0.0.1"],
         }
     )
     r = make(lookup=lookup)
-    assert r.resolve("multi.example") == "93.184.216.34"
+    # a rotating DNS answer gives every task the same address
+    assert r.resolve("multi.example") == r.resolve("rotated.example") == "93.184.216.3"
+    assert r.resolve("v6.example") == "2606:2800::1"
     with pytest.raises(AddressRefused):  # no shopping for a public answer
-        r.resolve("bad-first.example")
+        r.resolve("bad-lowest.example")
 
 
 def test_unresolvable_name_is_refused() -> None:

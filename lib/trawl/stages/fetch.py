@@ -6,10 +6,16 @@ partitioner), so one task owns all politeness state of its hosts and no two
 tasks ever talk to one host. Each partition runs ``trawl.fetchtask`` and
 writes its own WARC file under ``segments/<id>/warc/``. The segment's
 counters are made here too, in one pass (``fetch_counters``).
+
+With ``fetch.follow_depth`` and ``fetch.follow_new_hosts`` on, every task is
+also told crawldb's hosts and domains and which task serves each of the
+fetch list's addresses (``new_host_scope``), so that it may start hosts
+crawldb has never seen (``trawl.fetchclaim``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -20,11 +26,14 @@ from pyspark.sql import functions as F
 
 from trawl import soft404
 from trawl.config import Config
+from trawl.fetchclaim import KNOWN_HOSTS_MAX, NewHostScope
 from trawl.fetchrules import policy_source
 from trawl.fetchtask import run_fetch_task
 from trawl.schemas import FETCH_SCHEMA
 from trawl.stages.common import StageContext
-from trawl.tables import read_segment_table, segment_path
+from trawl.tables import read_segment_table, read_table, segment_path
+
+log = logging.getLogger(__name__)
 
 
 def local_dir(path: str) -> str | None:
@@ -42,23 +51,50 @@ def fetch_partitions(
     warc_dir: str | None,
     deadline: float,
     policy_root: str | None = None,
+    scope: NewHostScope | None = None,
 ) -> DataFrame:
     """Run the fetch tasks; ``policy_root`` is the crawl root whose policy
-    table the tasks re-read while they run (None: no mid-segment policy)."""
+    table the tasks re-read while they run (None: no mid-segment policy);
+    ``scope`` lets them start hosts crawldb does not know (None: none)."""
     tasks = max(1, cfg.fetch.tasks)
     names = FETCH_SCHEMA.fieldNames()
+    shared = fetchlist.sparkSession.sparkContext.broadcast(scope) if scope else None
 
     def run(task: int, rows: Iterable[tuple[int, Row]]) -> Iterator[tuple[Any, ...]]:
         # recursive: struct columns (stored_capture) become dicts, as the fetcher reads them
         items: Iterable[dict[str, Any]] = [row.asDict(recursive=True) for _, row in rows]
         remaining = max(0.0, deadline - time.time())
         policy = policy_source(policy_root) if policy_root else None
-        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy):
+        known = shared.value if shared is not None else None
+        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy, known):
             yield tuple(record.get(name) for name in names)
 
     keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))
     parts = keyed.partitionBy(tasks, lambda key: key).mapPartitionsWithIndex(run)
     return fetchlist.sparkSession.createDataFrame(parts, FETCH_SCHEMA)
+
+
+def new_host_scope(crawldb: DataFrame, fetchlist: DataFrame, cfg: Config) -> NewHostScope | None:
+    """What the tasks need to start hosts crawldb does not know: its hosts
+    and their registered domains, and each fetch-list address's task. None
+    when following is off, or crawldb knows over ``KNOWN_HOSTS_MAX`` hosts
+    (their names are not shipped to every task; links to new hosts then
+    wait for updatedb)."""
+    if cfg.fetch.follow_depth <= 0 or not cfg.fetch.follow_new_hosts:
+        return None
+    tasks = max(1, cfg.fetch.tasks)
+    pairs = crawldb.select("host", "domain").distinct().limit(KNOWN_HOSTS_MAX + 1).collect()
+    if len(pairs) > KNOWN_HOSTS_MAX:
+        log.warning("crawldb knows over %d hosts: no new host starts in this segment",
+                    KNOWN_HOSTS_MAX)  # fmt: skip
+        return None
+    addresses = fetchlist.filter(F.col("ip").isNotNull()).select("ip", "task").distinct()
+    return NewHostScope(
+        known_hosts=frozenset(str(r["host"]) for r in pairs),
+        known_domains=frozenset(str(r["domain"]) for r in pairs if r["domain"]),
+        owners={str(r["ip"]): int(r["task"]) % tasks for r in addresses.collect()},
+        tasks=tasks,
+    )
 
 
 def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
@@ -70,7 +106,8 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     # The policy table is read with delta-rs on the executors: local roots for
     # now (an object store would need its storage options passed along).
     policy_root = local_dir(ctx.root)
-    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root)
+    scope = new_host_scope(read_table(ctx.spark, ctx.root, "crawldb"), fetchlist, ctx.cfg)
+    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root, scope)
 
 
 def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
