@@ -10,12 +10,15 @@ may start such a host itself when nothing else can be fetching it:
   task of the segment has it in its fetch list, hostdb holds no pause for
   it, and no domain budget of crawldb's is shared with it (one segment runs
   at a time per crawl: the crawl lease);
-- the task owns the host's address (``address_owner``): the task of the
-  fetch list's hosts at that address, or for an address the fetch list does
-  not have, the task its hash picks. Every task picks the same owner, so
-  hosts sharing an address are still served by one task (one request in
-  flight per address) and no host is started by two tasks. The resolver
-  picks the same address of a name in every task (``trawl.resolver``);
+- the task owns the host's address: the task of the fetch list's hosts at
+  that address; for an address the fetch list does not have, the first
+  task to claim it (``claim_address``: a file made with ``O_EXCL`` in the
+  segment's ``claims/`` folder, on local and mounted crawl roots) or,
+  where there is no such folder, the task its hash picks
+  (``address_owner``). So hosts sharing an address are still served by one
+  task (one request in flight per address) and no host is started by two
+  tasks. The resolver picks the same address of a name in every task
+  (``trawl.resolver``);
 - the operator's policy does not block or pause it.
 
 A started host gets the room generate would have given a host it knew
@@ -31,6 +34,8 @@ task's threads share a ``NewHosts`` under the task's lock.
 
 from __future__ import annotations
 
+import os
+import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,6 +56,7 @@ class NewHostScope:
     known_domains: frozenset[str]  # their registered domains
     owners: Mapping[str, int]  # address -> task of the fetch list's hosts there
     tasks: int
+    claims_dir: str | None = None  # where tasks claim other addresses (None: by hash)
 
 
 def address_owner(address: str, owners: Mapping[str, int], tasks: int) -> int:
@@ -60,6 +66,26 @@ def address_owner(address: str, owners: Mapping[str, int], tasks: int) -> int:
     if owner is not None:
         return owner % tasks
     return zlib.crc32(address.encode()) % tasks
+
+
+def claim_address(claims_dir: str, address: str, task: int) -> bool:
+    """Does ``task`` own ``address``, claimed first-come in ``claims_dir``?
+
+    The claim is a file named for the address holding the task's number,
+    made with ``O_EXCL``, so of the tasks asking at once exactly one makes
+    it. A task that finds the file owns the address if it holds its number:
+    a re-run of the task (Spark retries a failed task with the same number)
+    keeps the addresses it claimed before."""
+    os.makedirs(claims_dir, exist_ok=True)
+    path = os.path.join(claims_dir, address.replace(":", "_").replace("%", "_"))
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        with open(path, encoding="ascii") as fh:
+            return fh.read().strip() == str(task)  # empty: another is writing its claim
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(str(task))
+    return True
 
 
 def host_room(cfg: Config) -> int:
@@ -88,7 +114,8 @@ def domain_room(cfg: Config, tasks: int) -> int:
 @dataclass
 class NewHosts:
     """One task's new hosts: which it started, which it declined and why,
-    and the room left to their domains (the caller holds the task's lock)."""
+    and the room left to their domains (the caller holds the task's lock;
+    ``owns`` takes its own)."""
 
     scope: NewHostScope
     task: int
@@ -96,6 +123,8 @@ class NewHosts:
     declined: dict[str, str] = field(default_factory=dict)  # host -> why not
     domain_of: dict[str, str] = field(default_factory=dict)  # started host -> domain
     domain_left: dict[str, int] = field(default_factory=dict)  # domain -> URLs left
+    addresses: dict[str, bool] = field(default_factory=dict)  # address -> owned, as decided
+    _owning: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def precheck(self, host: str, domain: str) -> str | None:
         """Why ``host`` is not started, from what is known before resolving
@@ -114,7 +143,18 @@ class NewHosts:
         return None
 
     def owns(self, address: str) -> bool:
-        return address_owner(address, self.scope.owners, self.scope.tasks) == self.task
+        """Does this task serve ``address``? Decided once per address (its
+        own lock: called while resolving, outside the task's)."""
+        with self._owning:
+            owned = self.addresses.get(address)
+            if owned is None:
+                scope = self.scope
+                if address in scope.owners or scope.claims_dir is None:
+                    owned = address_owner(address, scope.owners, scope.tasks) == self.task
+                else:
+                    owned = claim_address(scope.claims_dir, address, self.task)
+                self.addresses[address] = owned
+            return owned
 
     def start(self, host: str, domain: str) -> None:
         """Record ``host`` as started, with its domain's room."""

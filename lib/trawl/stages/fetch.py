@@ -10,12 +10,14 @@ counters are made here too, in one pass (``fetch_counters``).
 With ``fetch.follow_depth`` and ``fetch.follow_new_hosts`` on, every task is
 also told crawldb's hosts and domains and which task serves each of the
 fetch list's addresses (``new_host_scope``), so that it may start hosts
-crawldb has never seen (``trawl.fetchclaim``).
+crawldb has never seen (``trawl.fetchclaim``); the tasks claim the other
+addresses in ``segments/<id>/claims/`` (local and mounted roots).
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -74,9 +76,12 @@ def fetch_partitions(
     return fetchlist.sparkSession.createDataFrame(parts, FETCH_SCHEMA)
 
 
-def new_host_scope(crawldb: DataFrame, fetchlist: DataFrame, cfg: Config) -> NewHostScope | None:
+def new_host_scope(
+    crawldb: DataFrame, fetchlist: DataFrame, cfg: Config, claims_dir: str | None = None
+) -> NewHostScope | None:
     """What the tasks need to start hosts crawldb does not know: its hosts
-    and their registered domains, and each fetch-list address's task. None
+    and their registered domains, each fetch-list address's task, and the
+    folder where they claim other addresses (``claims_dir``). None
     when following is off, or crawldb knows over ``KNOWN_HOSTS_MAX`` hosts
     (their names are not shipped to every task; links to new hosts then
     wait for updatedb)."""
@@ -94,6 +99,7 @@ def new_host_scope(crawldb: DataFrame, fetchlist: DataFrame, cfg: Config) -> New
         known_domains=frozenset(str(r["domain"]) for r in pairs if r["domain"]),
         owners={str(r["ip"]): int(r["task"]) % tasks for r in addresses.collect()},
         tasks=tasks,
+        claims_dir=claims_dir,
     )
 
 
@@ -106,7 +112,11 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     # The policy table is read with delta-rs on the executors: local roots for
     # now (an object store would need its storage options passed along).
     policy_root = local_dir(ctx.root)
-    scope = new_host_scope(read_table(ctx.spark, ctx.root, "crawldb"), fetchlist, ctx.cfg)
+    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
+    claims_dir = local_dir(segment_path(ctx.root, ctx.segment, "claims"))
+    if claims_dir is not None:  # a re-run's tasks claim afresh
+        shutil.rmtree(claims_dir, ignore_errors=True)
+    scope = new_host_scope(crawldb, fetchlist, ctx.cfg, claims_dir)
     return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root, scope)
 
 
