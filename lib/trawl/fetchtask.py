@@ -92,6 +92,9 @@ from trawl.urlnorm import registered_domain
 log = logging.getLogger(__name__)
 
 ROBOTS_ATTEMPTS = 3  # robots.txt fetches per host and task while it is unreachable
+# Rows a task hands out at once while it fetches, and the longest a made row waits.
+STREAM_BATCH = 256
+STREAM_WAIT_S = 1.0
 
 
 class FetchTask(LinkFollowing):
@@ -133,13 +136,22 @@ class FetchTask(LinkFollowing):
         self.known: dict[str, set[int]] = {}
         # fetch.follow_new_hosts: the hosts crawldb does not know this task may start
         self.new_hosts = new_hosts
-        self.rows: list[Row] = []
+        self.rows: list[Row] = []  # made and not yet handed out (``stream``)
         self._lock = threading.Lock()
         self._done = threading.Event()
+        self._batch = threading.Event()  # STREAM_BATCH rows are waiting
 
     def emit(self, row: Row) -> None:
         with self._lock:
             self.rows.append(row)
+            if len(self.rows) >= STREAM_BATCH:
+                self._batch.set()
+
+    def _take(self) -> list[Row]:
+        with self._lock:
+            rows, self.rows = self.rows, []
+            self._batch.clear()
+        return rows
 
     def unfetched_row(self, item: Mapping[str, Any], outcome: FetchOutcome, **fields: Any) -> Row:
         """The row of a URL decided without a response (skipped, denied, ...)."""
@@ -187,6 +199,12 @@ class FetchTask(LinkFollowing):
             )
 
     def worker(self) -> None:
+        try:
+            self._work()
+        finally:
+            self._batch.set()  # wakes ``stream`` to see the worker gone
+
+    def _work(self) -> None:
         while (job := self.scheduler.acquire()) is not None:
             host, item = job
             try:
@@ -368,7 +386,10 @@ class FetchTask(LinkFollowing):
         row = self.unfetched_row(item, outcome, robots_decision=why)
         return Visit(row, 0.0, failed=False, no_request=True)
 
-    def run(self) -> list[Row]:
+    def stream(self) -> Iterator[Row]:
+        """Fetch, yielding the rows as they are made, in batches: the fetch
+        stage converts and writes them while the task still fetches (its
+        tail, bound by politeness, leaves the CPU idle)."""
         self.check_policy()  # a rule set since generate applies before the first request
         threads = [
             threading.Thread(target=self.worker, name=f"fetch-{i}", daemon=True)
@@ -379,12 +400,15 @@ class FetchTask(LinkFollowing):
         for thread in threads:
             thread.start()
         for thread in threads:
+            while thread.is_alive():
+                self._batch.wait(STREAM_WAIT_S)
+                yield from self._take()
             thread.join()
         self._done.set()
         watcher.join()
         for _, item in self.scheduler.drain():
             self.skip(item, FetchOutcome.NOT_REACHED, "time_limit")
-        return self.rows
+        yield from self._take()
 
 
 def run_fetch_task(
@@ -397,7 +421,8 @@ def run_fetch_task(
     policy: PolicySource | None = None,
     scope: NewHostScope | None = None,
 ) -> Iterator[Row]:
-    """Fetch one task's fetchlist rows; yields one row per attempt.
+    """Fetch one task's fetchlist rows; yields one row per attempt, as made
+    (``FetchTask.stream``).
 
     ``policy()`` gives the operator's policy as it is now (read again every
     ``fetch.policy_refresh_s``); see ``policy_source``. ``scope``: what the
@@ -415,9 +440,8 @@ def run_fetch_task(
         deadline = time.monotonic() + time_limit_s
         job = FetchTask(cfg, fetcher, deadline, policy, segment, new_hosts)
         job.add_hosts(items)
-        rows = job.run()
+        yield from job.stream()
     finally:
         fetcher.client.close()
         if writer is not None:
             writer.close()
-    yield from rows

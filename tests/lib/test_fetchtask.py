@@ -928,3 +928,24 @@ def test_links_of_hosts_without_room_are_left_to_updatedb(
         for u in followable(r, hosts)
         if urlnorm.host_of(u) == r["host"]
     )
+
+
+def test_rows_are_handed_out_while_the_task_still_fetches(model: WebModel, tmp_path: Path) -> None:
+    # The fetch stage converts and writes rows as the task makes them: the
+    # first comes out while the task still has requests to send (one host,
+    # a page every 0.3 s, so the task lasts seconds past its first batch).
+    host = max(
+        (h for h in model.hosts if h.robots_status == 200),
+        key=lambda h: sum(model.expected_status(h.name, p.path) == 200 for p in h.pages),
+    )
+    with TestWeb(model, tmp_path / "web") as web:
+        items = [i for i in items_for(model, web.port) if i["host"] == host.name]
+        cfg = config(web, "politeness.min_delay_s=0.3")
+        rows = run_fetch_task(items, cfg, "seg1", 0, None, time_limit_s=120)
+        first = next(rows)
+        requests_then = len(read_log(web.access_log))
+        rest = list(rows)
+        requests_at_end = len(read_log(web.access_log))
+    assert len(items) >= 8
+    assert requests_then < requests_at_end
+    assert len(page_rows([first, *rest])) == len(items)
