@@ -25,8 +25,9 @@ crawls it twice from those seeds, each crawler in its own process:
   cycles until nothing is due, ``politeness.min_delay_s`` = ``--min-delay``,
   ``delay_factor`` 0 and no soft-404 probe (Scrapy has neither), and
   ``fetch.follow_depth`` = ``--follow-depth`` (links followed within a
-  segment, as Scrapy follows them within its one run; 0 leaves every link
-  to the next cycle, as Nutch does by default).
+  segment, as Scrapy follows them within its one run, to new hosts too:
+  ``fetch.follow_new_hosts``; 0 leaves every link to the next cycle, as
+  Nutch does by default).
 
 ``--min-delay`` (default 1 s) with ``--hosts`` hosts (default 2,000, about
 10,000 pages six links deep) lets the web take up to hosts / min-delay

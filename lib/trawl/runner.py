@@ -25,7 +25,7 @@ from trawl.stages.common import StageContext, materialize, release
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
 from trawl.stages.export import Selection, select_captures
-from trawl.stages.fetch import fetch, fetch_counters, local_dir
+from trawl.stages.fetch import fetch, fetch_counters, local_dir, started_hosts
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
@@ -132,6 +132,9 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
         say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
     rows = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
     counters, internal = fetch_counters(rows)
+    if ctx.cfg.fetch.follow_depth > 0 and ctx.cfg.fetch.follow_new_hosts:
+        listed = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+        counters.append(("fetch/hosts_started", started_hosts(rows, listed)))
     if internal:
         first = rows.filter(F.col("error").startswith("internal:")).select("url", "error").first()
         assert first is not None

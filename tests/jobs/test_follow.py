@@ -121,6 +121,7 @@ def test_a_cycle_records_followed_pages_and_started_hosts(spark: Any, tmp_path: 
         if r["host"] not in seeded:
             started.setdefault(r["host"], set()).add(r["task"])
     assert len(seeded) == 2 and len(started) >= 2
+    assert fetched["fetch/hosts_started"] == len(started)
     claims = Path(segment_path(root, seg, "claims"))
 
     def owner(address: str) -> int:  # the fetch list's, or the task that claimed it

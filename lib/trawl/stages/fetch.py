@@ -120,6 +120,13 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root, scope)
 
 
+def started_hosts(rows: DataFrame, fetchlist: DataFrame) -> int:
+    """Hosts the segment's tasks started (``fetch.follow_new_hosts``): those
+    of its fetch rows that its fetch list does not have."""
+    listed = fetchlist.select("host").distinct()
+    return rows.select("host").distinct().join(listed, "host", "left_anti").count()
+
+
 def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
     """(the fetch job's counters, rows failed with an internal error), from
     ONE grouped pass over the segment's fetch rows (each Spark job costs more
