@@ -264,8 +264,9 @@ class LinkFollowing:
         self.emit(row)
         return None
 
-    def start_host(self, record: Mapping[str, Any]) -> bool:
-        """Is the linked URL's host one of the task's, possibly just started?
+    def start_host(self, record: Mapping[str, Any]) -> None:
+        """Start the linked URL's host in the task if it may be (before the
+        link is decided like any other: ``_claim``).
 
         A host crawldb has never seen is started here when the task owns its
         address and policy lets it be fetched (``trawl.fetchclaim``): it is
@@ -277,14 +278,11 @@ class LinkFollowing:
         host = str(record["host"])
         new = self.new_hosts
         if new is None or host in self.first_item:
-            return host in self.first_item
+            return
         domain = str(record.get("domain") or registered_domain(host))
         with self._lock:
-            if host in self.first_item:
-                return True
-            why = new.precheck(host, domain)
-            if why is not None:
-                return False
+            if host in self.first_item or new.precheck(host, domain) is not None:
+                return
             new.declined[host] = "starting"  # another worker meeting it leaves it
         try:
             ip = self.fetcher.resolver.resolve(host)
@@ -312,10 +310,8 @@ class LinkFollowing:
             self.follow_room[host] = host_room(self.cfg)
             new.start(host, domain)
             self.first_item[host] = first  # last: the host is the task's from here on
-        return True
 
-    def _decline(self, host: str, why: str) -> bool:
+    def _decline(self, host: str, why: str) -> None:
         with self._lock:
             assert self.new_hosts is not None
             self.new_hosts.declined[host] = why
-        return False

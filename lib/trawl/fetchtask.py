@@ -98,7 +98,7 @@ STREAM_WAIT_S = 1.0
 
 
 class FetchTask(LinkFollowing):
-    """State of one running task; ``run`` yields the fetch rows. What a fetched
+    """State of one running task; ``stream`` yields the fetch rows. What a fetched
     page leads to within the task is ``LinkFollowing``'s part."""
 
     def __init__(
@@ -356,7 +356,7 @@ class FetchTask(LinkFollowing):
                 self.skip(item, outcome, why)
 
     def check_policy(self) -> None:
-        """Apply the operator's policy to every host of the task (see ``run``)."""
+        """Apply the operator's policy to every host of the task (see ``stream``)."""
         if self.policy is None:
             return
         view = self.policy_view = self.policy()
