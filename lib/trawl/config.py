@@ -87,6 +87,12 @@ class FetchConfig:
     follow_new_hosts: bool = True
     policy_refresh_s: float = 30.0
 
+    @property
+    def starts_new_hosts(self) -> bool:
+        """Do fetch tasks start hosts crawldb never saw (``follow_new_hosts``,
+        which acts only while links are followed: ``follow_depth`` > 0)?"""
+        return self.follow_depth > 0 and self.follow_new_hosts
+
 
 @dataclass(frozen=True)
 class WarcConfig:

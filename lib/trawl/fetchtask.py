@@ -435,7 +435,7 @@ def run_fetch_task(
     fetcher = Fetcher.from_config(cfg, writer)
     try:
         new_hosts = None
-        if scope is not None and cfg.fetch.follow_depth > 0 and cfg.fetch.follow_new_hosts:
+        if scope is not None and cfg.fetch.starts_new_hosts:
             new_hosts = NewHosts(scope, task, cfg)
         deadline = time.monotonic() + time_limit_s
         job = FetchTask(cfg, fetcher, deadline, policy, segment, new_hosts)

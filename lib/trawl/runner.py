@@ -132,7 +132,7 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
         say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
     rows = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
     counters, internal = fetch_counters(rows)
-    if ctx.cfg.fetch.follow_depth > 0 and ctx.cfg.fetch.follow_new_hosts:
+    if ctx.cfg.fetch.starts_new_hosts:
         listed = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
         counters.append(("fetch/hosts_started", started_hosts(rows, listed)))
     if internal:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -155,12 +156,8 @@ def test_two_tasks_start_new_hosts_by_address_politely(tmp_path: Path, claims: b
     # one new host's domain is known (a host of it is in crawldb), one is blocked
     known_domain, blocked = sorted(by_ip[ips[2]])[:2]
     claims_dir = str(tmp_path / "claims") if claims else None
-    scope = NewHostScope(
-        scope.known_hosts,
-        scope.known_domains | {known_domain},
-        scope.owners,
-        scope.tasks,
-        claims_dir,
+    scope = replace(
+        scope, known_domains=scope.known_domains | {known_domain}, claims_dir=claims_dir
     )
     out: dict[int, list[dict[str, Any]]] = {}
     with TestWeb(model, tmp_path / "web") as web:

@@ -67,8 +67,8 @@ def fetch_partitions(
         items: Iterable[dict[str, Any]] = [row.asDict(recursive=True) for _, row in rows]
         remaining = max(0.0, deadline - time.time())
         policy = policy_source(policy_root) if policy_root else None
-        known = shared.value if shared is not None else None
-        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy, known):
+        here = shared.value if shared is not None else None
+        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy, here):
             yield tuple(record.get(name) for name in names)
 
     keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))
@@ -85,7 +85,7 @@ def new_host_scope(
     when following is off, or crawldb knows over ``KNOWN_HOSTS_MAX`` hosts
     (their names are not shipped to every task; links to new hosts then
     wait for updatedb)."""
-    if cfg.fetch.follow_depth <= 0 or not cfg.fetch.follow_new_hosts:
+    if not cfg.fetch.starts_new_hosts:
         return None
     tasks = max(1, cfg.fetch.tasks)
     pairs = crawldb.select("host", "domain").distinct().limit(KNOWN_HOSTS_MAX + 1).collect()
