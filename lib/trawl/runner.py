@@ -21,11 +21,11 @@ from pyspark.sql import functions as F
 from trawl import __version__
 from trawl.archive import export_captures
 from trawl.cdxj import merge_indexes, write_index
-from trawl.stages.common import StageContext, materialize, release
+from trawl.stages.common import StageContext, concurrently, materialize, release
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
 from trawl.stages.export import Selection, select_captures
-from trawl.stages.fetch import fetch, fetch_counters, local_dir, started_hosts
+from trawl.stages.fetch import fetch, fetch_counters, fetch_scope, local_dir, started_hosts
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
@@ -124,17 +124,26 @@ def run_generate(ctx: StageContext) -> dict[str, Any]:
 def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str, Any]:
     if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetchlist"):
         raise SystemExit(f"segment {ctx.segment} has no fetchlist: run generate first")
-    if not _counted(ctx, "updatedb"):
-        write_segment_table(fetch(ctx, time_limit_s), ctx.root, ctx.segment, "fetch")
+    # the check and the new-host scope are each a few small jobs: side by side
+    merged, scope = concurrently(lambda: _counted(ctx, "updatedb"), lambda: fetch_scope(ctx))
+    if not merged:
+        write_segment_table(fetch(ctx, time_limit_s, scope), ctx.root, ctx.segment, "fetch")
     else:
         # updatedb merged this fetch: crawldb and events point into its WARC
         # records, so a re-run keeps them rather than fetch the list again.
         say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
     rows = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
-    counters, internal = fetch_counters(rows)
-    if ctx.cfg.fetch.starts_new_hosts:
-        listed = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-        counters.append(("fetch/hosts_started", started_hosts(rows, listed)))
+    listed = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+    starts = ctx.cfg.fetch.starts_new_hosts
+    # the counting jobs and the WARC index (Python reading files in this
+    # process) do not depend on each other
+    (counters, internal), started, indexed = concurrently(
+        lambda: fetch_counters(rows),
+        lambda: started_hosts(rows, listed) if starts else None,
+        lambda: write_segment_index(ctx),
+    )
+    if started is not None:
+        counters.append(("fetch/hosts_started", started))
     if internal:
         first = rows.filter(F.col("error").startswith("internal:")).select("url", "error").first()
         assert first is not None
@@ -143,7 +152,6 @@ def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str,
             f"error (a trawl bug; they are retried next cycle), e.g. {first['url']}: "
             f"{first['error']}"
         )
-    indexed = write_segment_index(ctx)
     if indexed is not None:
         counters.append(("fetch/warc/index_lines", indexed))
     else:

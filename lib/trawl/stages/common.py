@@ -1,10 +1,12 @@
 """Small pieces every stage uses: per-record Python over Arrow batches,
-frames computed once and reused (``materialize``), and the stage context
+frames computed once and reused (``materialize``), independent Spark actions
+run side by side (``beside``, ``concurrently``), and the stage context
 (session, config, crawl root, segment, logical time)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -104,3 +106,26 @@ def release(*frames: DataFrame) -> None:
             plan.rdd().unpersist(False)
         else:
             frame.unpersist()
+
+
+def beside(workers: int = 3) -> ThreadPoolExecutor:
+    """A pool for Spark actions that do not depend on the stage's main line,
+    submitted from the driver to run while it goes on.
+
+    One SparkSession takes jobs from many driver threads. A stage's jobs are
+    mostly small (a Delta log replay, a commit, a count over a few thousand
+    rows), so their time is scheduling and waiting, not the executors' CPU:
+    two of them side by side take little longer than one. Use it as a
+    context manager: leaving the block waits for every action submitted, so
+    none is still writing when the stage returns or raises; call
+    ``result()`` on each future inside the block to get its value or its
+    error."""
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trawl-beside")
+
+
+def concurrently(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls side by side (``beside``); their results in order. Every
+    call finishes before the first error is raised."""
+    with beside(len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [f.result() for f in futures]

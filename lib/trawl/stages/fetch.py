@@ -32,7 +32,7 @@ from trawl.fetchclaim import KNOWN_HOSTS_MAX, NewHostScope
 from trawl.fetchrules import policy_source
 from trawl.fetchtask import run_fetch_task
 from trawl.schemas import FETCH_SCHEMA
-from trawl.stages.common import StageContext
+from trawl.stages.common import StageContext, concurrently
 from trawl.tables import read_segment_table, read_table, segment_path
 
 log = logging.getLogger(__name__)
@@ -88,22 +88,35 @@ def new_host_scope(
     if not cfg.fetch.starts_new_hosts:
         return None
     tasks = max(1, cfg.fetch.tasks)
-    pairs = crawldb.select("host", "domain").distinct().limit(KNOWN_HOSTS_MAX + 1).collect()
+    known = crawldb.select("host", "domain").distinct().limit(KNOWN_HOSTS_MAX + 1)
+    addresses = fetchlist.filter(F.col("ip").isNotNull()).select("ip", "task").distinct()
+    pairs, listed = concurrently(known.collect, addresses.collect)
     if len(pairs) > KNOWN_HOSTS_MAX:
         log.warning("crawldb knows over %d hosts: no new host starts in this segment",
                     KNOWN_HOSTS_MAX)  # fmt: skip
         return None
-    addresses = fetchlist.filter(F.col("ip").isNotNull()).select("ip", "task").distinct()
     return NewHostScope(
         known_hosts=frozenset(str(r["host"]) for r in pairs),
         known_domains=frozenset(str(r["domain"]) for r in pairs if r["domain"]),
-        owners={str(r["ip"]): int(r["task"]) % tasks for r in addresses.collect()},
+        owners={str(r["ip"]): int(r["task"]) % tasks for r in listed},
         tasks=tasks,
         claims_dir=claims_dir,
     )
 
 
-def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
+def fetch_scope(ctx: StageContext) -> NewHostScope | None:
+    """``new_host_scope`` of the segment (None: no host starts in it)."""
+    fetchlist = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
+    claims_dir = local_dir(segment_path(ctx.root, ctx.segment, "claims"))
+    return new_host_scope(crawldb, fetchlist, ctx.cfg, claims_dir)
+
+
+def fetch(
+    ctx: StageContext, time_limit_s: float | None = None, scope: NewHostScope | None = None
+) -> DataFrame:
+    """The segment's fetch rows, fetched when the frame is written; ``scope``
+    from ``fetch_scope`` (None: no host starts)."""
     fetchlist = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
     limit = ctx.cfg.fetch.time_limit_s if time_limit_s is None else time_limit_s
     # The time limit is an operational bound on this run, not logical time.
@@ -112,11 +125,8 @@ def fetch(ctx: StageContext, time_limit_s: float | None = None) -> DataFrame:
     # The policy table is read with delta-rs on the executors: local roots for
     # now (an object store would need its storage options passed along).
     policy_root = local_dir(ctx.root)
-    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
-    claims_dir = local_dir(segment_path(ctx.root, ctx.segment, "claims"))
-    if claims_dir is not None:  # a re-run's tasks claim afresh
-        shutil.rmtree(claims_dir, ignore_errors=True)
-    scope = new_host_scope(crawldb, fetchlist, ctx.cfg, claims_dir)
+    if scope is not None and scope.claims_dir is not None:  # a re-run's tasks claim afresh
+        shutil.rmtree(scope.claims_dir, ignore_errors=True)
     return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root, scope)
 
 

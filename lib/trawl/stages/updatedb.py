@@ -34,7 +34,14 @@ from trawl.frontier import admit, url_filter
 from trawl.hoststate import merge_host
 from trawl.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
 from trawl.sessionparams import strip_params
-from trawl.stages.common import StageContext, map_records, materialize, release, sql_in
+from trawl.stages.common import (
+    StageContext,
+    beside,
+    map_records,
+    materialize,
+    release,
+    sql_in,
+)
 from trawl.stages.inject import CANDIDATE_SCHEMA
 from trawl.stages.traps import (
     KEY,
@@ -267,52 +274,72 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     page_buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
     crawldb = read_table(spark, root, "crawldb")
     sources = link_sources(fetch, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"))
+    # hostdb, the domain link graph and the rejected links each take their
+    # own commit and read nothing crawldb's MERGE changes: they run beside
+    # the main line (new URLs -> changes -> crawldb)
+    with beside() as side:
+        hosts_done = side.submit(update_hostdb, fetch, ctx)
+        links_done = side.submit(add_domain_links, domain_pairs(sources), ctx)
+        learned = session_params(
+            pages, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"), ctx
+        )
+        candidates = materialize(admitted_links(discovered_links(sources), ctx, learned))
+        admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
+        buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
+        touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
+        # kept: the caps, the rejected rows and the changes all read it
+        looked_up = materialize(look_up(admitted, touched))
+        new, over = cap_new_urls(
+            looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
+            looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
+            pages,
+            ctx,
+        )
+        # computed from the frames above, so from the same crawldb snapshot as
+        # the URLs added, whenever crawldb's MERGE commits
+        rejected_done = side.submit(
+            record_rejected,
+            rejected_rows(candidates.filter(F.col("rejected").isNotNull()), ctx).unionByName(
+                rejected_rows(over, ctx)
+            ),
+            ctx,
+        )
+        new = new.select(*CRAWLDB_COLS).withColumn("_op", F.lit("insert"))
+        # The segment touches a small share of crawldb's rows: those are picked
+        # out by broadcast keys before the wide joins, which then shuffle only
+        # them rather than every row of the touched buckets.
+        known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
+        changes = materialize(
+            updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
+            .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
+            .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
+        )
+        report.new_urls = changes.filter("_op = 'insert'").count()
+        merge_crawldb(changes, buckets, ctx)
+        report.rejected = rejected_done.result()
+        report.domain_links = links_done.result()
+        report.hosts = hosts_done.result()
+    release(fetch, candidates, looked_up, changes)
+    return report
 
-    learned = session_params(pages, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"), ctx)
-    candidates = materialize(admitted_links(discovered_links(sources), ctx, learned))
-    admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
-    buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
-    touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
-    # kept: the caps, the rejected rows and the changes all read it
-    looked_up = materialize(look_up(admitted, touched))
-    new, over = cap_new_urls(
-        looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
-        looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
-        pages,
-        ctx,
-    )
-    # written before crawldb changes, so it is computed from the same snapshot
-    # as the URLs added; counted from what was written
-    write_rejected(
-        rejected_rows(candidates.filter(F.col("rejected").isNotNull()), ctx).unionByName(
-            rejected_rows(over, ctx)
-        ),
-        ctx,
-    )
-    written = read_table(spark, root, "rejected").filter(
+
+def record_rejected(rows: DataFrame, ctx: StageContext) -> dict[str, int]:
+    """Write the segment's rejected links (``write_rejected``); how many of
+    each reason, counted from what was written."""
+    write_rejected(rows, ctx)
+    written = read_table(ctx.spark, ctx.root, "rejected").filter(
         (F.col("segment") == ctx.segment) & (F.col("stage") == "updatedb")
     )
-    for row in written.groupBy("reason").count().collect():
-        report.rejected[row["reason"]] = row["count"]
-    new = new.select(*CRAWLDB_COLS).withColumn("_op", F.lit("insert"))
-    # The segment touches a small share of crawldb's rows: those are picked
-    # out by broadcast keys before the wide joins, which then shuffle only
-    # them rather than every row of the touched buckets.
-    known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
-    changes = materialize(
-        updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
-        .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
-        .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
-    )
-    report.new_urls = changes.filter("_op = 'insert'").count()
-    merge_crawldb(changes, buckets, ctx)
-    report.domain_links = add_domain_links(domain_pairs(sources), ctx)
+    return {row["reason"]: row["count"] for row in written.groupBy("reason").count().collect()}
 
-    hosts = materialize(host_rows(read_table(spark, root, "hostdb"), fetch, ctx))
-    report.hosts = hosts.count()
+
+def update_hostdb(fetch: DataFrame, ctx: StageContext) -> int:
+    """MERGE the segment's visits into hostdb; how many hosts changed."""
+    hosts = materialize(host_rows(read_table(ctx.spark, ctx.root, "hostdb"), fetch, ctx))
+    count = hosts.count()
     merge_hostdb(hosts, ctx)
-    release(fetch, candidates, looked_up, changes, hosts)
-    return report
+    release(hosts)
+    return count
 
 
 def look_up(admitted: DataFrame, touched: DataFrame) -> DataFrame:
