@@ -23,7 +23,8 @@ sample of rows is checked against them (the run stops if one differs).
 crawldb is written one file per host bucket, the layout a MERGE leaves
 (Delta repartitions by the partition column before it writes).
 
-Then, on ``local[2]`` in one Spark session, timed with the peak resident
+Then, on ``local[2]`` in one Spark session (``spark.driver_jit = "tiered"``:
+the one JVM does the executors' work), timed with the peak resident
 memory of the whole process tree (driver JVM and every Python process,
 sampled from /proc every 0.2 s; RSS summed, so pages shared by forked
 Python workers count more than once):
@@ -114,7 +115,9 @@ def parse_args() -> argparse.Namespace:
 
 
 def config(args: argparse.Namespace) -> Config:
-    extra = [f"spark.conf.spark.driver.memory={args.driver_memory}"]
+    # one local JVM does the executors' work on millions of rows: the JVM's
+    # own tiered JIT, as executors on a cluster have (README, "The driver's JIT")
+    extra = [f"spark.conf.spark.driver.memory={args.driver_memory}", "spark.driver_jit=tiered"]
     if not args.deletion_vectors:
         extra.append("crawl.deletion_vectors_min_mb=-1")
     if args.event_log:

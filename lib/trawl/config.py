@@ -50,6 +50,7 @@ class SparkConfig:
     shuffle_partitions: int = 8
     jars_dir: str = ""
     log_level: str = "ERROR"
+    driver_jit: str = "c1"
     conf: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -309,6 +310,7 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
 
 
 POLITENESS_MODES = ("byHost", "byIP", "both")
+DRIVER_JITS = ("c1", "tiered")
 # lagrangian / change_prob: trawl's change-rate model (trawl.changerate);
 # adaptive: Nutch's AdaptiveFetchSchedule; uniform: one interval for all.
 SCHEDULE_POLICIES = ("lagrangian", "change_prob", "adaptive", "uniform")
@@ -330,6 +332,11 @@ def _validate(cfg: Config) -> None:
         )
     if cfg.http.max_idle_connections < 0:
         raise ConfigError("http.max_idle_connections must not be negative (0: no keep-alive)")
+    if cfg.spark.driver_jit not in DRIVER_JITS:
+        raise ConfigError(
+            f"spark.driver_jit must be one of {', '.join(DRIVER_JITS)}, "
+            f"got {cfg.spark.driver_jit!r}"
+        )
     if cfg.politeness.mode not in POLITENESS_MODES:
         raise ConfigError(
             f"politeness.mode must be one of {', '.join(POLITENESS_MODES)}, "

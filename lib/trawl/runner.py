@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from trawl import __version__
@@ -30,7 +31,6 @@ from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
 from trawl.stages.updatedb import updatedb
 from trawl.tables import (
-    MERGED_TABLES,
     TABLES,
     compact,
     ensure_all,
@@ -39,7 +39,6 @@ from trawl.tables import (
     read_table,
     segment_exists,
     segment_path,
-    use_deletion_vectors,
     write_counters,
     write_segment_table,
 )
@@ -60,8 +59,7 @@ def run_inject(
     missing = [s for s in [*seeds, *sitemaps] if "://" not in s and not Path(s).exists()]
     if missing:
         raise FileNotFoundError(f"seed file not found: {', '.join(missing)}")
-    ensure_all(ctx.spark, ctx.root)
-    merged_tables_ready(ctx)
+    tables_ready(ctx)
     report = inject(ctx, seeds, sitemaps)
     write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
     return {
@@ -72,53 +70,57 @@ def run_inject(
     }
 
 
-def merged_tables_ready(ctx: StageContext) -> None:
-    """Deletion vectors on for crawldb and hostdb once they are large enough
-    (``crawl.deletion_vectors_min_mb``), before a job MERGEs into them."""
-    min_bytes = ctx.cfg.crawl.deletion_vectors_min_mb * 2**20
-    for name in MERGED_TABLES:
-        use_deletion_vectors(ctx.spark, ctx.root, name, min_bytes)
+def tables_ready(ctx: StageContext) -> None:
+    """Every crawl table exists, and crawldb and hostdb have deletion vectors
+    once they are large enough (``crawl.deletion_vectors_min_mb``), before a
+    job MERGEs into them."""
+    ensure_all(ctx.spark, ctx.root, ctx.cfg.crawl.deletion_vectors_min_mb * 2**20)
 
 
 def run_generate(ctx: StageContext) -> dict[str, Any]:
-    ensure_all(ctx.spark, ctx.root)
-    merged_tables_ready(ctx)
+    tables_ready(ctx)
     if segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
         # The segment was fetched from its fetch list: a re-run (Airflow
         # clearing a whole run) keeps it rather than pick what is due now.
         say(f"generate: segment {ctx.segment} is fetched; its fetch list stays")
-        written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-        generated = None
-    else:
-        generated = generate(ctx)
-        write_segment_table(generated.fetchlist, ctx.root, ctx.segment, "fetchlist")
-        written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-    stats = written.agg(
+        stats = fetchlist_stats(read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist"))
+        if not _counted(ctx, "generate"):  # the first run's counters stand
+            write_counters(ctx.spark, ctx.root, ctx.segment, "generate", generate_counters(stats))
+        return generate_result(ctx, stats)
+    generated = generate(ctx)
+    write_segment_table(generated.fetchlist, ctx.root, ctx.segment, "fetchlist")
+    written = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+    stats, deferred = concurrently(lambda: fetchlist_stats(written), generated.deferred.count)
+    mark_generated(written, generated.deferred, ctx, rows=stats["urls"] + deferred)
+    generated.release()
+    counters = [*generate_counters(stats), ("generate/deferred/budget", deferred)]
+    write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
+    return generate_result(ctx, stats)
+
+
+def fetchlist_stats(fetchlist: DataFrame) -> dict[str, int]:
+    """URLs, hosts and tasks of a fetch list, and the room it gives hosts to
+    follow links (``follow``), in one pass."""
+    row = fetchlist.agg(
         F.count("*").alias("urls"),
         F.countDistinct("host").alias("hosts"),
         F.countDistinct("task").alias("tasks"),
         # one row of each host that may have links followed carries its room
         F.sum(F.when(F.col("follow_known").isNotNull(), F.col("follow_quota"))).alias("follow"),
     ).first()
-    assert stats is not None
-    deferred_urls = None
-    if generated is not None:
-        deferred_urls = generated.deferred.count()
-        mark_generated(written, generated.deferred, ctx, rows=stats["urls"] + deferred_urls)
-        generated.release()
-    counters = [
-        ("generate/urls", stats["urls"]),
-        ("generate/hosts", stats["hosts"]),
-        ("generate/tasks", stats["tasks"]),
-    ]
+    assert row is not None
+    return {k: int(v or 0) for k, v in row.asDict().items()}
+
+
+def generate_result(ctx: StageContext, stats: dict[str, int]) -> dict[str, Any]:
+    return {"segment": ctx.segment, **{k: v for k, v in stats.items() if k != "follow"}}
+
+
+def generate_counters(stats: dict[str, int]) -> list[tuple[str, int]]:
+    counters = [(f"generate/{k}", stats[k]) for k in ("urls", "hosts", "tasks")]
     if stats["follow"]:
         counters.append(("generate/follow_quota", stats["follow"]))
-    if deferred_urls is not None:
-        counters.append(("generate/deferred/budget", deferred_urls))
-        write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
-    elif not _counted(ctx, "generate"):  # kept fetch list: the first run's counters stand
-        write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
-    return {"segment": ctx.segment, **{k: v for k, v in stats.asDict().items() if k != "follow"}}
+    return counters
 
 
 def run_fetch(ctx: StageContext, time_limit_s: float | None = None) -> dict[str, Any]:
@@ -247,16 +249,19 @@ def _counted(ctx: StageContext, job: str) -> bool:
     return not counters.filter((F.col("segment") == ctx.segment) & (F.col("job") == job)).isEmpty()
 
 
-def _fetched_segment(ctx: StageContext) -> None:
-    """The jobs after fetch need its table, and every crawl table to exist."""
+def _fetched_segment(ctx: StageContext, merges: bool = False) -> None:
+    """The jobs after fetch need its table, and every crawl table to exist
+    (``merges``: ready for the job's MERGE into crawldb or hostdb)."""
     if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
         raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
-    ensure_all(ctx.spark, ctx.root)
+    if merges:
+        tables_ready(ctx)
+    else:
+        ensure_all(ctx.spark, ctx.root)
 
 
 def run_updatedb(ctx: StageContext) -> dict[str, Any]:
-    _fetched_segment(ctx)
-    merged_tables_ready(ctx)
+    _fetched_segment(ctx, merges=True)
     report = updatedb(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "updatedb", report.counters())
     return {
@@ -269,8 +274,7 @@ def run_updatedb(ctx: StageContext) -> dict[str, Any]:
 
 
 def run_dedup(ctx: StageContext) -> dict[str, Any]:
-    _fetched_segment(ctx)
-    merged_tables_ready(ctx)
+    _fetched_segment(ctx, merges=True)
     report = dedup(ctx)
     write_counters(ctx.spark, ctx.root, ctx.segment, "dedup", report.counters())
     return {"segment": ctx.segment, **{k: v for k, v in report.counters()}}

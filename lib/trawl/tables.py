@@ -152,14 +152,31 @@ def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: f
     return True
 
 
-def ensure_all(spark: SparkSession, root: str) -> None:
-    """Every table of the crawl exists. The first time in a process each
-    table's log is read or its first commit written, mostly driver work and
-    small jobs, so the tables are done at once from a few threads (one Spark
-    session takes jobs from many)."""
-    todo = [name for name in TABLES if table_path(root, name) not in _ENSURED]
+def ensure_all(spark: SparkSession, root: str, vectors_min_bytes: float | None = None) -> None:
+    """Every table of the crawl exists; with ``vectors_min_bytes``, crawldb
+    and hostdb also get deletion vectors once they hold that much
+    (``use_deletion_vectors``, which reads their size from the Delta log
+    each time: they grow every cycle).
+
+    The first time in a process each table's log is read or its first
+    commit written, and each size is a log replay: mostly driver work and
+    small jobs, so the tables are done at once from a few threads (one
+    Spark session takes jobs from many), the merged tables first."""
+    vectors = vectors_min_bytes is not None
+
+    def ready(name: str) -> None:
+        ensure_table(spark, root, name)
+        if vectors_min_bytes is not None and name in MERGED_TABLES:
+            use_deletion_vectors(spark, root, name, vectors_min_bytes)
+
+    todo = [n for n in MERGED_TABLES if vectors or table_path(root, n) not in _ENSURED]
+    todo += [n for n in TABLES if n not in MERGED_TABLES and table_path(root, n) not in _ENSURED]
+    if len(todo) <= 1:
+        for name in todo:
+            ready(name)
+        return
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="ensure-table") as pool:
-        list(pool.map(lambda name: ensure_table(spark, root, name), todo))
+        list(pool.map(ready, todo))
 
 
 def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:

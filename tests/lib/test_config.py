@@ -195,6 +195,24 @@ def test_spark_conf_from_file_and_set_merge(tmp_path: Path) -> None:
     assert cfg.spark.conf == {"spark.executor.memory": "4g", "spark.driver.memory": "1g"}
 
 
+def test_driver_jit_sets_the_driver_jvm_options() -> None:
+    from trawl.session import spark_conf
+
+    c1 = spark_conf(load_config(None, [], environ={}))
+    assert "-XX:TieredStopAtLevel=1" in c1["spark.driver.extraJavaOptions"].split()
+    assert "TieredStopAtLevel" not in c1.get("spark.executor.extraJavaOptions", "")
+    tiered = spark_conf(load_config(None, ["spark.driver_jit=tiered"], environ={}))
+    assert "TieredStopAtLevel" not in tiered.get("spark.driver.extraJavaOptions", "")
+    # the log configuration stays either way
+    assert "log4j2" in c1["spark.driver.extraJavaOptions"]
+    assert "log4j2" in tiered["spark.driver.extraJavaOptions"]
+    # a user's own driver options replace trawl's whole
+    own = ["spark.conf.spark.driver.extraJavaOptions=-Xss4m"]
+    assert spark_conf(load_config(None, own, environ={}))["spark.driver.extraJavaOptions"] == (
+        "-Xss4m"
+    )
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -211,6 +229,7 @@ def test_spark_conf_from_file_and_set_merge(tmp_path: Path) -> None:
         ('http.agent_name="my bot"', "product token"),
         ("http.agent_name=bot2", "product token"),
         ("politeness.mode=byhost", "politeness.mode must be one of"),
+        ("spark.driver_jit=c2", "spark.driver_jit must be one of"),
         ("fetch.policy_refresh_s=61", "fetch.policy_refresh_s must be in"),
         ("fetch.policy_refresh_s=0", "fetch.policy_refresh_s must be in"),
         ("fetch.follow_redirects=-1", "fetch.follow_redirects must not be negative"),

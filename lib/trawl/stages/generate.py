@@ -480,6 +480,8 @@ def mark_generated(
         F.lit(None).cast("timestamp").alias("next_fetch_at"),
         F.lit(0).alias("deferrals"), F.lit("generate").alias("_op"),
     )  # fmt: skip
+    if rows == 0:
+        return
     source = chosen.unionByName(deferred.withColumn("_op", F.lit("defer")))
     if rows is not None and broadcastable(ctx.spark, rows, MARK_ROW_BYTES):
         source = F.broadcast(source)
