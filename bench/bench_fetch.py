@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_fetch.py [--hosts 2000] [--pages 3 12]
         [--min-delay 1.0] [--seed 1] [--tasks 2] [--threads 64]
         [--max-cycles 20] [--follow-depth 10] [--crawlers scrapy trawl] [--timeout 3600]
-        [--results bench/results/fetch.jsonl] [--keep]
+        [--trawl-set SECTION.KEY=VALUE ...] [--results bench/results/fetch.jsonl] [--keep]
     smoke check (60 hosts of 2-6 pages; the line says "smoke": true):
     .venv/bin/python bench/bench_fetch.py --smoke
 
@@ -42,7 +42,8 @@ excluded), wall seconds, pages/s, CPU seconds per 1,000 pages and peak
 memory (RSS and PSS summed over the tree). trawl is reported twice: its
 fetch stages alone (``run_fetch``: fetch tasks, fetch table, counters, WARC
 index; ``fetching_s`` is the part between its first and last request) and
-end to end (inject to the last updatedb; the Spark session's start-up apart).
+end to end (inject to the last updatedb; the Spark session's start-up apart),
+with the CPU its JVM spent compiling (``jit_cpu_s``; ``spark.driver_jit``).
 The test web's own CPU per 1,000 pages (over the crawler's whole run, its
 idle polling included) says whether the server was a limit.
 Ratios: trawl/Scrapy pages/s of the fetch stage, and wall time end to end.
@@ -128,6 +129,13 @@ def parse_args() -> argparse.Namespace:
     )
     ap.add_argument(
         "--crawlers", nargs="+", choices=("scrapy", "trawl"), default=["scrapy", "trawl"]
+    )
+    ap.add_argument(
+        "--trawl-set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a trawl setting for its crawl (recorded), e.g. spark.driver_jit=tiered",
     )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per crawler at most")
     ap.add_argument("--smoke", action="store_true", help="a tiny run, marked as such")
@@ -224,6 +232,8 @@ def crawl_trawl(args: argparse.Namespace, web: Web, out: Path) -> dict[str, Any]
     cmd += ["--min-delay", str(args.min_delay), "--tasks", str(args.tasks)]
     cmd += ["--threads", str(args.threads), "--max-cycles", str(args.max_cycles)]
     cmd += ["--set", f"fetch.follow_depth={args.follow_depth}"]
+    for setting in args.trawl_set:
+        cmd += ["--set", setting]
     ran = run_crawler(cmd, out / "trawl.log", args.timeout, web)
     if not result.exists():
         raise RuntimeError(f"the trawl run failed ({ran}); see {out / 'trawl.log'}")
@@ -411,6 +421,7 @@ def trawl_figures(run: dict[str, Any], access: Path) -> dict[str, Any]:
     stage["pages_per_fetching_s"] = round(f["pages"] / fetching, 2) if fetching else None
     whole = numbers(e["pages"], e["wall_s"], e["cpu_s"], e)
     whole |= {k: e[k] for k in ("cycles", "deferred_by_budget", "session_start_s")}
+    whole |= {"jit_cpu_s": e.get("jit_cpu_s"), "driver_jit": run.get("driver_jit")}
     cycles = [
         {k: c.get(k) for k in CYCLE_KEYS}
         | {k: v for k, v in c.get("fetch", {}).items() if k in ("wall_s", "cpu_s", "pages")}

@@ -11,7 +11,8 @@ inject, then generate -> fetch -> updatedb per cycle on Spark ``local[2]``,
 one logical hour apart (nothing fetched is due again within a day, so the
 crawl ends when generate finds no new URL), at most ``--max-cycles``.
 
-Measured with ``proctree`` (CPU and memory of this process tree): the whole
+Measured with ``proctree`` (CPU and memory of this process tree, and the
+CPU of the JVM's JIT compiler threads, ``jit_cpu_s``): the whole
 run from inject to the last updatedb (``end_to_end``; the Spark session's
 start-up is reported apart), and each fetch stage (``run_fetch``: the fetch
 tasks, writing the segment's fetch table, its counters and its WARC index)
@@ -127,15 +128,18 @@ def write_request_timings(spark: SparkSession, root: str, segments: list[str], p
 
 
 class Meter:
-    """Wall and CPU of this process tree between two points."""
+    """Wall and CPU of this process tree between two points, and the part of
+    that CPU the JVM spent compiling (``jit_cpu_s``)."""
 
     def __init__(self) -> None:
         self.wall, self.cpu = time.monotonic(), proctree.cpu_s(os.getpid())
+        self.jit = proctree.jit_cpu_s(os.getpid())
 
     def read(self) -> dict[str, float]:
         return {
             "wall_s": round(time.monotonic() - self.wall, 2),
             "cpu_s": round(proctree.cpu_s(os.getpid()) - self.cpu, 2),
+            "jit_cpu_s": round(proctree.jit_cpu_s(os.getpid()) - self.jit, 2),
         }
 
 
@@ -215,6 +219,7 @@ def main() -> None:
     result = {
         "settings": overrides[1:],
         "user_agent_prefix": f"{cfg.http.agent_name}/",
+        "driver_jit": cfg.spark.driver_jit,
         "timings": str(timings_path(args)),
         "process": started.read(),  # Spark session start-up included
         "end_to_end": end_to_end

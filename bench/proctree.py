@@ -67,6 +67,33 @@ def cpu_s(root: int, exclude: Iterable[int] = ()) -> float:
     return ticks / CLOCK_TICKS
 
 
+# The JVM names its JIT compiler threads "C1 CompilerThread0", "C2
+# CompilerThread0", ...; Linux keeps the first 15 bytes of a thread's name.
+JIT_THREAD_PREFIXES = ("C1 CompilerThre", "C2 CompilerThre")
+
+
+def jit_cpu_s(root: int) -> float:
+    """CPU seconds the tree's JVMs have spent in their JIT compiler threads
+    (threads still alive; a JVM's compiler threads live as long as it)."""
+    ticks = 0
+    for pid in tree_pids(root):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+                if not name.startswith(JIT_THREAD_PREFIXES):
+                    continue
+                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2 :].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / CLOCK_TICKS
+
+
 def memory(root: int, exclude: Iterable[int] = ()) -> tuple[int, int]:
     """(RSS, PSS) in bytes summed over the tree."""
     rss = pss = 0
