@@ -43,7 +43,8 @@ memory (RSS and PSS summed over the tree). trawl is reported twice: its
 fetch stages alone (``run_fetch``: fetch tasks, fetch table, counters, WARC
 index; ``fetching_s`` is the part between its first and last request) and
 end to end (inject to the last updatedb; the Spark session's start-up apart),
-with the CPU its JVM spent compiling (``jit_cpu_s``; ``spark.driver_jit``).
+with the CPU its JVM spent compiling (``jit_cpu_s``) and the driver JVM's
+options (``spark.driver_jit``).
 The test web's own CPU per 1,000 pages (over the crawler's whole run, its
 idle polling included) says whether the server was a limit.
 Ratios: trawl/Scrapy pages/s of the fetch stage, and wall time end to end.
@@ -421,7 +422,8 @@ def trawl_figures(run: dict[str, Any], access: Path) -> dict[str, Any]:
     stage["pages_per_fetching_s"] = round(f["pages"] / fetching, 2) if fetching else None
     whole = numbers(e["pages"], e["wall_s"], e["cpu_s"], e)
     whole |= {k: e[k] for k in ("cycles", "deferred_by_budget", "session_start_s")}
-    whole |= {"jit_cpu_s": e.get("jit_cpu_s"), "driver_jit": run.get("driver_jit")}
+    whole["jit_cpu_s"] = e.get("jit_cpu_s")
+    whole["driver_java_options"] = run.get("driver_java_options")
     cycles = [
         {k: c.get(k) for k in CYCLE_KEYS}
         | {k: v for k, v in c.get("fetch", {}).items() if k in ("wall_s", "cpu_s", "pages")}

@@ -52,7 +52,7 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.session import build_spark
+from trawl.session import build_spark, spark_conf
 from trawl.stages.common import StageContext
 from trawl.tables import read_segment_table, read_table
 from trawl.testweb.crawlergaps import request_timing, write_timings
@@ -219,7 +219,8 @@ def main() -> None:
     result = {
         "settings": overrides[1:],
         "user_agent_prefix": f"{cfg.http.agent_name}/",
-        "driver_jit": cfg.spark.driver_jit,
+        # the driver JVM's options as the session got them (spark.driver_jit)
+        "driver_java_options": spark_conf(cfg).get("spark.driver.extraJavaOptions", ""),
         "timings": str(timings_path(args)),
         "process": started.read(),  # Spark session start-up included
         "end_to_end": end_to_end

@@ -114,8 +114,10 @@ def beside(workers: int = 3) -> ThreadPoolExecutor:
 
     One SparkSession takes jobs from many driver threads. A stage's jobs are
     mostly small (a Delta log replay, a commit, a count over a few thousand
-    rows), so their time is scheduling and waiting, not the executors' CPU:
-    two of them side by side take little longer than one. Use it as a
+    rows), much of whose time is the driver's planning and waiting, so two
+    side by side overlap it; it pays when the cores are not already busy
+    (README, "Benchmarks": nothing measurable under the tiered JIT, a few
+    seconds a cycle with ``spark.driver_jit = "c1"``). Use it as a
     context manager: leaving the block waits for every action submitted, so
     none is still writing when the stage returns or raises; call
     ``result()`` on each future inside the block to get its value or its
