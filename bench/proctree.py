@@ -84,13 +84,12 @@ def jit_cpu_s(root: int) -> float:
         for tid in tids:
             try:
                 name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-                if not name.startswith(JIT_THREAD_PREFIXES):
-                    continue
-                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
             except OSError:
                 continue
-            fields = text[text.rindex(")") + 2 :].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+            # a thread's own stat is at /proc/TID/stat too
+            fields = _stat_fields(int(tid)) if name.startswith(JIT_THREAD_PREFIXES) else None
+            if fields is not None:
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / CLOCK_TICKS
 
 

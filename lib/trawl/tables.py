@@ -162,19 +162,14 @@ def ensure_all(spark: SparkSession, root: str, vectors_min_bytes: float | None =
     commit written, and each size is a log replay: mostly driver work and
     small jobs, so the tables are done at once from a few threads (one
     Spark session takes jobs from many), the merged tables first."""
-    vectors = vectors_min_bytes is not None
 
     def ready(name: str) -> None:
         ensure_table(spark, root, name)
         if vectors_min_bytes is not None and name in MERGED_TABLES:
             use_deletion_vectors(spark, root, name, vectors_min_bytes)
 
-    todo = [n for n in MERGED_TABLES if vectors or table_path(root, n) not in _ENSURED]
-    todo += [n for n in TABLES if n not in MERGED_TABLES and table_path(root, n) not in _ENSURED]
-    if len(todo) <= 1:
-        for name in todo:
-            ready(name)
-        return
+    merged = [*MERGED_TABLES] if vectors_min_bytes is not None else []
+    todo = merged + [n for n in TABLES if n not in merged and table_path(root, n) not in _ENSURED]
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="ensure-table") as pool:
         list(pool.map(ready, todo))
 

@@ -474,14 +474,14 @@ def mark_generated(
     broadcast, so crawldb's rows meet it where they are read instead of
     being shuffled to it (bench_scale at 10M URLs, 1.5M rows: the MERGE
     took 129 s shuffled, 53 s broadcast; README)."""
+    if rows == 0:
+        return
     at = F.lit(ctx.at).cast("timestamp")
     chosen = fetchlist.select(
         "host_bucket", "url_fp", "url",
         F.lit(None).cast("timestamp").alias("next_fetch_at"),
         F.lit(0).alias("deferrals"), F.lit("generate").alias("_op"),
     )  # fmt: skip
-    if rows == 0:
-        return
     source = chosen.unionByName(deferred.withColumn("_op", F.lit("defer")))
     if rows is not None and broadcastable(ctx.spark, rows, MARK_ROW_BYTES):
         source = F.broadcast(source)

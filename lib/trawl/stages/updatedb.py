@@ -273,16 +273,15 @@ def updatedb(ctx: StageContext) -> UpdateReport:
     report = UpdateReport(fetched_rows=pages.count())
     page_buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
     crawldb = read_table(spark, root, "crawldb")
-    sources = link_sources(fetch, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"))
+    in_pages = crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}")
+    sources = link_sources(fetch, in_pages)
     # hostdb, the domain link graph and the rejected links each take their
     # own commit and read nothing crawldb's MERGE changes: they run beside
     # the main line (new URLs -> changes -> crawldb)
     with beside() as side:
         hosts_done = side.submit(update_hostdb, fetch, ctx)
         links_done = side.submit(add_domain_links, domain_pairs(sources), ctx)
-        learned = session_params(
-            pages, crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}"), ctx
-        )
+        learned = session_params(pages, in_pages, ctx)
         candidates = materialize(admitted_links(discovered_links(sources), ctx, learned))
         admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
         buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
