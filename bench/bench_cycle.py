@@ -31,9 +31,9 @@ from typing import Any
 
 from trawl.config import load_config
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.session import build_spark
 from trawl.stages.common import StageContext
-from trawl.tables import read_segment_table
+from trawl.store.session import build_spark
+from trawl.store.tables import read_segment_table
 from trawl.testweb import TestWeb, WebModel, politeness_audit
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cycle.jsonl"

@@ -44,8 +44,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from trawl.config import load_config
-from trawl.session import build_spark
 from trawl.stages.dedup import cluster_rows, components, markings, near_pairs, node_column
+from trawl.store.session import build_spark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "dedup_join.jsonl"

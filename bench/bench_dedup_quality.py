@@ -44,14 +44,14 @@ from typing import Any
 from bench_politeness import append_line, commit, machine
 from pyspark.sql import SparkSession
 
-from trawl import urlnorm
 from trawl.config import Config, load_config
 from trawl.runner import run_dedup, run_fetch, run_generate, run_inject, run_updatedb
-from trawl.session import build_spark
 from trawl.stages.common import StageContext
-from trawl.tables import read_table
+from trawl.store.session import build_spark
+from trawl.store.tables import read_table
 from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.model import make_url
+from trawl.url import normalize as urlnorm
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "dedup_quality.jsonl"

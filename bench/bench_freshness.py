@@ -80,12 +80,12 @@ from bench_politeness import append_line, commit, machine
 from pyspark.sql import SparkSession
 
 from trawl.config import load_config
-from trawl.policy import PolicyStore, RuleChange
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.session import build_spark
 from trawl.stages.common import StageContext
 from trawl.stages.generate import due_urls
-from trawl.tables import read_table
+from trawl.store.policy import PolicyStore, RuleChange
+from trawl.store.session import build_spark
+from trawl.store.tables import read_table
 from trawl.testweb import EPOCH, TestWeb, WebModel
 from trawl.testweb.model import make_url
 

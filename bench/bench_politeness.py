@@ -52,8 +52,8 @@ from typing import Any
 
 from trawl.config import Config, load_config
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.session import build_spark
 from trawl.stages.common import StageContext
+from trawl.store.session import build_spark
 from trawl.testweb import TestWeb, WebModel, politeness_audit
 from trawl.testweb.audit import read_log
 from trawl.testweb.model import make_url

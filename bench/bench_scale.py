@@ -8,7 +8,7 @@
     .venv/bin/python bench/bench_scale.py --sizes 100000 300000 --smoke
 
 For each size N a crawl root is synthesised under ``--workdir``: the tables
-are created by ``trawl.tables`` (the real schemas and partitioning), then
+are created by ``trawl.store.tables`` (the real schemas and partitioning), then
 crawldb gets N URLs over ``--hosts`` hosts (host popularity skewed, host
 ``floor(H u^2)``; 70% fetched, 20% unfetched, the rest gone, redirected or
 304; fetch times, intervals of 1, 7 or 30 days so about a third of the
@@ -17,7 +17,7 @@ hosts each), hostdb one row per host (a fresh robots.txt, an address shared
 by five hosts) and domainlinks a link graph that gives domains budgets of 20
 to 1,000 pages. Rows are built with Spark SQL expressions from
 ``spark.range``; ``url_fp``, ``host_bucket`` and ``domain`` come from the
-Python functions updatedb recomputes for new links (``trawl.urlnorm``; a
+Python functions updatedb recomputes for new links (``trawl.url.normalize``; a
 pandas UDF for url_fp, a Python-built host table for the others), and a
 sample of rows is checked against them (the run stops if one differs).
 crawldb is written one file per host bucket, the layout a MERGE leaves
@@ -73,13 +73,13 @@ from pyspark.sql.pandas.functions import pandas_udf
 
 from trawl.config import Config, load_config
 from trawl.runner import run_generate, run_updatedb, segment_id
-from trawl.schemas import CRAWLDB_SCHEMA, DOMAINLINKS_SCHEMA, FETCH_SCHEMA, HOSTDB_SCHEMA
-from trawl.session import build_spark
 from trawl.stages.common import StageContext, sql_in
 from trawl.stages.traps import one_per_url
 from trawl.stages.updatedb import admitted_links, discovered_links, link_sources, look_up
-from trawl.tables import ensure_all, read_segment_table, read_table, table_path
-from trawl.urlnorm import host_bucket, host_of, normalize, registered_domain, url_fingerprint
+from trawl.store.schemas import CRAWLDB_SCHEMA, DOMAINLINKS_SCHEMA, FETCH_SCHEMA, HOSTDB_SCHEMA
+from trawl.store.session import build_spark
+from trawl.store.tables import ensure_all, read_segment_table, read_table, table_path
+from trawl.url.normalize import host_bucket, host_of, normalize, registered_domain, url_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "scale.jsonl"
@@ -301,7 +301,7 @@ def host_table(spark: SparkSession, cfg: Config, hosts: int) -> DataFrame:
 def fingerprint_col(url: Column) -> Column:
     @pandas_udf("long")  # type: ignore[call-overload, untyped-decorator]
     def fingerprint(urls: pd.Series) -> pd.Series:
-        from trawl.urlnorm import url_fingerprint as fp
+        from trawl.url.normalize import url_fingerprint as fp
 
         return pd.Series([fp(u) for u in urls], dtype="int64")
 
@@ -729,7 +729,9 @@ def run_size(
         mem, spark, "synthesise", lambda: synthesise(spark, cfg, root, n, args.hosts)
     )
     if synth["sample_mismatches"]:
-        raise SystemExit(f"{synth['sample_mismatches']} sampled rows differ from trawl.urlnorm")
+        raise SystemExit(
+            f"{synth['sample_mismatches']} sampled rows differ from trawl.url.normalize"
+        )
     out: dict[str, Any] = {"urls": n, "synthesise_s": synth_s, "synthesise_peak_mb": synth_mb}
     out["crawldb"] = synth
     gen_ctx = StageContext(spark, cfg, root, segment_id(T0), T0)

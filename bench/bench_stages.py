@@ -45,8 +45,8 @@ from trawl.runner import (
     run_updatedb,
     segment_id,
 )
-from trawl.session import build_spark
 from trawl.stages.common import StageContext
+from trawl.store.session import build_spark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "stages.jsonl"

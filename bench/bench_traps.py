@@ -51,13 +51,13 @@ from urllib.parse import urlsplit
 from bench_politeness import append_line, commit, machine
 from pyspark.sql import functions as F
 
-from trawl.budgets import path_pattern
 from trawl.config import Config, load_config
+from trawl.crawldb.budgets import path_pattern
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.session import build_spark
 from trawl.stages.common import StageContext
-from trawl.stats import register_views
-from trawl.tables import read_segment_table, read_table
+from trawl.store.session import build_spark
+from trawl.store.tables import read_segment_table, read_table
+from trawl.store.views import register_views
 from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.traps import (
     FARM_DOMAIN,

@@ -52,9 +52,9 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
 from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.session import build_spark, spark_conf
 from trawl.stages.common import StageContext
-from trawl.tables import read_segment_table, read_table
+from trawl.store.session import build_spark, spark_conf
+from trawl.store.tables import read_segment_table, read_table
 from trawl.testweb.crawlergaps import request_timing, write_timings
 
 AT = datetime(2026, 11, 30, tzinfo=UTC)

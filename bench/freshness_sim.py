@@ -25,7 +25,7 @@ once the estimators have learnt).
 
 Policies:
 
-- ``trawl``: ``trawl.changerate`` defaults (estimated rate, dated by
+- ``trawl``: ``trawl.crawldb.changerate`` defaults (estimated rate, dated by
   Last-Modified, Lagrangian index, probing, overdue first);
 - ``change_prob``: the same estimator, ranked by importance x P(changed);
 - ``nutch``: Nutch's AdaptiveFetchSchedule as shipped (x1.4 unchanged, x0.8
@@ -58,7 +58,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trawl.changerate import (
+from trawl.crawldb.changerate import (
     DAY_S,
     AdaptiveSchedule,
     ChangeRateModel,
@@ -168,7 +168,7 @@ class Policy:
 
 
 class TrawlPolicy(Policy):
-    """``trawl.changerate``: estimate from the record, rank by ``priority``."""
+    """``trawl.crawldb.changerate``: estimate from the record, rank by ``priority``."""
 
     def __init__(self, web: Web, budget: int, model: ChangeRateModel, oracle: bool) -> None:
         super().__init__(web, budget)

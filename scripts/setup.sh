@@ -35,7 +35,7 @@ if [ ! -f jars/lib/.complete ]; then
   touch jars/lib/.complete
 fi
 
-# pywb, for tests/lib/test_pywb_replay.py, in a virtualenv of its own: it pins
+# pywb, for tests/warc/test_pywb_replay.py, in a virtualenv of its own: it pins
 # redis, werkzeug and gevent, and its brotlipy installs a `brotli` module over
 # the Brotli that trawl decodes with. The marker names the version, so changing
 # PYWB_VERSION here rebuilds it.
@@ -48,7 +48,7 @@ if [ "$(cat .venv-pywb/.installed 2>/dev/null)" != "pywb==$PYWB_VERSION" ] \
   echo "pywb==$PYWB_VERSION" > .venv-pywb/.installed
 fi
 
-# Airflow 3, for airflow_dags/ and tests/jobs/test_airflow_dag.py, in a
+# Airflow 3, for airflow_dags/ and tests/airflow_dags/test_crawl_cycle.py, in a
 # virtualenv of its own: its pins (sqlalchemy, pydantic, fastapi, ...) are not
 # ours, and the DAG runs trawl through .venv/bin/trawl (local mode) or
 # spark-submit (cluster mode), so trawl is not installed here. Airflow's

@@ -22,7 +22,7 @@ def conformance() -> Path:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from trawl.config import load_config
-    from trawl.session import build_spark
+    from trawl.store.session import build_spark
 
     cfg = load_config(
         None, ["spark.master=local[2]", "spark.shuffle_partitions=2", "spark.log_level=ERROR"]
@@ -30,3 +30,12 @@ def spark() -> Iterator[Any]:
     session = build_spark(cfg)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts Spark is a slow one: mark it ``crawl`` as well, so
+    ``pytest -m "not crawl"`` leaves out every test that needs the JVM, not
+    only the modules that say ``pytestmark = pytest.mark.crawl``."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.crawl)

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from trawl import __version__
 from trawl.config import Config, ConfigError, load_config
-from trawl.lease import CrawlLease, LeaseHeld
+from trawl.store.lease import CrawlLease, LeaseHeld
 
 if TYPE_CHECKING:
-    from trawl.policy import PolicyRule, PolicyStore
+    from trawl.store.policy import PolicyRule, PolicyStore
 
 DEFAULT_CRAWL = "crawl"
 # The commands that change the crawl hold its lease; EX_TEMPFAIL when it is taken.
@@ -256,7 +256,7 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
 
 
 def _lease(args: argparse.Namespace, cfg: Config) -> AbstractContextManager[Any]:
-    """The crawl's lease for the commands that write it (``trawl.lease``)."""
+    """The crawl's lease for the commands that write it (``trawl.store.lease``)."""
     if args.command not in WRITING_COMMANDS or "://" in args.crawl:
         return nullcontext()
     segment = getattr(args, "segment", None)
@@ -278,12 +278,16 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "warc" and args.warc_command == "get":  # no JVM either
         return _warc_get(args)
     from trawl.report import emit
-    from trawl.session import build_spark
+    from trawl.store.session import build_spark
 
     spark = build_spark(cfg)
     root = str(Path(args.crawl).absolute()) if "://" not in args.crawl else args.crawl
     if args.command in ("stats", "sql"):
-        return _query(spark, root, args)
+        from trawl.runner import segment_id
+        from trawl.stages.common import StageContext
+
+        now = datetime.now(UTC)
+        return _query(StageContext(spark, cfg, root, segment_id(now), now), args)
     if args.command in ("warc", "export"):
         return _archive_command(spark, cfg, root, args)
     if args.command == "compact":
@@ -317,7 +321,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         return 0
     segment = args.segment
     if not segment and args.command in ("fetch", "updatedb", "dedup", "events"):
-        from trawl.tables import list_segments
+        from trawl.store.tables import list_segments
 
         known = list_segments(spark, root)
         if not known:
@@ -343,7 +347,7 @@ def _dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
 
 
 def _warc_get(args: argparse.Namespace) -> int:
-    from trawl.archive import get_record, parse_ref
+    from trawl.warc.lookup import get_record, parse_ref
 
     record, raw = get_record(args.crawl, parse_ref(args.ref))
     if args.headers:
@@ -381,21 +385,18 @@ def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespac
     return 0
 
 
-def _query(spark: Any, root: str, args: argparse.Namespace) -> int:
+def _query(ctx: Any, args: argparse.Namespace) -> int:
     from trawl.report import emit
-    from trawl.stats import crawl_stats, register_views
+    from trawl.runner import QueryError, run_sql, run_stats
 
     if args.command == "stats":
-        for title, rows in crawl_stats(spark, root).items():
+        for title, rows in run_stats(ctx).items():
             emit(rows, args.json, title)
         return 0
-    from pyspark.errors import PySparkException
-
-    register_views(spark, root)
     try:
-        rows = [r.asDict(recursive=True) for r in spark.sql(args.query).collect()]
-    except PySparkException as exc:
-        print(f"trawl sql: {str(exc).splitlines()[0]}", file=sys.stderr)
+        rows = run_sql(ctx, args.query)
+    except QueryError as exc:
+        print(f"trawl sql: {exc}", file=sys.stderr)
         return 2
     emit(rows, args.json)
     return 0
@@ -411,8 +412,8 @@ def _operator() -> str:
 
 
 def _policy(args: argparse.Namespace) -> int:
-    from trawl.policy import PolicyStore, PolicyTableError
     from trawl.report import emit
+    from trawl.store.policy import PolicyStore, PolicyTableError
 
     store = PolicyStore(args.crawl if "://" in args.crawl else Path(args.crawl).absolute())
     try:
@@ -434,7 +435,7 @@ def _policy_target(args: argparse.Namespace) -> tuple[str, str] | None:
 
 
 def _policy_list(store: PolicyStore, args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
-    from trawl.policy import rules_for
+    from trawl.store.policy import rules_for
 
     if args.history:
         rules, title = store.rules(), "policy history"
@@ -447,7 +448,7 @@ def _policy_list(store: PolicyStore, args: argparse.Namespace) -> tuple[list[dic
 
 
 def _policy_change(store: PolicyStore, args: argparse.Namespace) -> PolicyRule:
-    from trawl.policy import RuleChange, parse_duration, parse_time, pause_end
+    from trawl.store.policy import RuleChange, parse_duration, parse_time, pause_end
 
     wanted = _policy_target(args)
     assert wanted is not None  # argparse requires --host or --domain here

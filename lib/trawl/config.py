@@ -27,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trawl.urlfilter import DEFAULT_SKIP_EXTENSIONS
-from trawl.urlnorm import DEFAULT_SESSION_PARAMS, DEFAULT_STRIP_PARAMS
+from trawl.url.filter import DEFAULT_SKIP_EXTENSIONS
+from trawl.url.normalize import DEFAULT_SESSION_PARAMS, DEFAULT_STRIP_PARAMS
 
 
 class ConfigError(ValueError):
@@ -311,7 +311,7 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
 
 POLITENESS_MODES = ("byHost", "byIP", "both")
 DRIVER_JITS = ("c1", "tiered")
-# lagrangian / change_prob: trawl's change-rate model (trawl.changerate);
+# lagrangian / change_prob: trawl's change-rate model (trawl.crawldb.changerate);
 # adaptive: Nutch's AdaptiveFetchSchedule; uniform: one interval for all.
 SCHEDULE_POLICIES = ("lagrangian", "change_prob", "adaptive", "uniform")
 DEDUP_METHODS = ("simhash", "minhash")

@@ -59,10 +59,9 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
 
 def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> int:
     from trawl.report import emit
-    from trawl.runner import run_cycles, run_inject, say, segment_id
-    from trawl.session import build_spark
+    from trawl.runner import run_cycles, run_inject, run_stats, say, segment_id
     from trawl.stages.common import StageContext
-    from trawl.stats import crawl_stats
+    from trawl.store.session import build_spark
     from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
     for previous in (out / "crawl", out / "testweb"):  # a demo starts afresh
@@ -88,7 +87,7 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
         emit([run_inject(ctx, [str(web.seeds_file)])], False, "inject")
         per_cycle = run_cycles(ctx, cycles, timedelta(hours=1))
     emit(per_cycle, False, "cycles")
-    for title, rows in crawl_stats(spark, root).items():
+    for title, rows in run_stats(ctx).items():
         emit(rows, False, title)
     audit = politeness_audit(web.access_log, ccfg.politeness.min_delay_s)
     emit([audit.as_dict()], False, "politeness audit (from the test web's access log)")
@@ -110,7 +109,7 @@ def warc_check(root: Path) -> dict[str, Any]:
 
     from warcio.checker import Checker
 
-    from trawl.warcread import check_file, iter_records
+    from trawl.warc.reader import check_file, iter_records
 
     files = sorted(root.glob("segments/*/warc/*.warc.gz"))
     problems = [p for f in files for p in check_file(f)]

@@ -20,8 +20,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from trawl import __version__
-from trawl.archive import export_captures
-from trawl.cdxj import merge_indexes, write_index
 from trawl.stages.common import StageContext, concurrently, materialize, release
 from trawl.stages.dedup import dedup
 from trawl.stages.events import merge_events, segment_events
@@ -29,8 +27,9 @@ from trawl.stages.export import Selection, select_captures
 from trawl.stages.fetch import fetch, fetch_counters, fetch_scope, local_dir, started_hosts
 from trawl.stages.generate import generate, mark_generated
 from trawl.stages.inject import inject
+from trawl.stages.stats import crawl_stats
 from trawl.stages.updatedb import updatedb
-from trawl.tables import (
+from trawl.store.tables import (
     TABLES,
     compact,
     ensure_all,
@@ -42,6 +41,9 @@ from trawl.tables import (
     write_counters,
     write_segment_table,
 )
+from trawl.store.views import register_views
+from trawl.warc.cdxj import merge_indexes, write_index
+from trawl.warc.lookup import export_captures
 
 
 def segment_id(at: datetime) -> str:
@@ -289,6 +291,27 @@ def run_events(ctx: StageContext) -> dict[str, Any]:
     counters = [(f"events/{name}", n) for name, n in sorted(counts.items())]
     write_counters(ctx.spark, ctx.root, ctx.segment, "events", counters)
     return {"segment": ctx.segment, **dict(counters)}
+
+
+class QueryError(ValueError):
+    """A query Spark refused (a syntax error, an unknown table or column)."""
+
+
+def run_stats(ctx: StageContext) -> dict[str, list[dict[str, Any]]]:
+    """``trawl stats``: the summary tables of the crawl, by title."""
+    register_views(ctx.spark, ctx.root)
+    return crawl_stats(ctx.spark)
+
+
+def run_sql(ctx: StageContext, query: str) -> list[dict[str, Any]]:
+    """``trawl sql``: the rows of ``query`` over the crawl's tables by name."""
+    from pyspark.errors import PySparkException
+
+    register_views(ctx.spark, ctx.root)
+    try:
+        return [r.asDict(recursive=True) for r in ctx.spark.sql(query).collect()]
+    except PySparkException as exc:
+        raise QueryError(str(exc).splitlines()[0]) from exc
 
 
 def run_compact(ctx: StageContext, names: Sequence[str] = ()) -> list[dict[str, Any]]:

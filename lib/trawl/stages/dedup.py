@@ -8,7 +8,7 @@ Runs after updatedb for a segment (``trawl dedup --segment S``):
    segment, WARC reference).
 2. **Pairs.** New fingerprints are joined against themselves and against the
    stored ones only -- never the whole store against itself -- on the keys of
-   ``trawl.neardup`` (permuted blocks for simhash, LSH bands for MinHash), and
+   ``trawl.dedup.neardup`` (permuted blocks for simhash, LSH bands for MinHash), and
    the candidates checked exactly (popcount of the XOR <= ``max_distance``;
    estimated Jaccard >= ``minhash_threshold``). When the new side is small it
    is broadcast and the store is only scanned. When both sides are large the
@@ -22,7 +22,7 @@ Runs after updatedb for a segment (``trawl dedup --segment S``):
    clusters the segment touched are revisited: those of its pages, and those
    whose canonical page it fetched.
 4. **Marking.** Each touched cluster's canonical page is chosen by
-   ``dedup.compare_order`` (``trawl.neardup.canonical_key``); the others get
+   ``dedup.compare_order`` (``trawl.dedup.neardup.canonical_key``); the others get
    status ``duplicate`` and ``duplicate_of``, and their score is multiplied by
    ``score_factor`` (recrawls of duplicates lose priority); a page no longer
    in a cluster is restored. One MERGE into crawldb. URLs that only newly
@@ -46,11 +46,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 from trawl.config import DedupConfig
-from trawl.neardup import canonical_key, key_masks, marking
+from trawl.crawldb.status import HAS_CONTENT, CrawlStatus
+from trawl.dedup.neardup import canonical_key, key_masks, marking
 from trawl.stages.common import StageContext, map_records, materialize, release
 from trawl.stages.updatedb import admitted_links, discovered_links
-from trawl.status import HAS_CONTENT, CrawlStatus
-from trawl.tables import delta_table, read_segment_table, read_table, replace_rows
+from trawl.store.tables import delta_table, read_segment_table, read_table, replace_rows
 
 # New fingerprints up to this many are broadcast to a scan of the store; more
 # (a first big batch, the benchmark) go through the salted shuffle join.
@@ -95,7 +95,7 @@ class DedupReport:
 
 
 def node_column(method: str, simhash: str = "simhash", sha: str = "content_sha256") -> Column:
-    """``trawl.neardup.node_id`` as a Spark expression."""
+    """``trawl.dedup.neardup.node_id`` as a Spark expression."""
     by_content = F.concat(F.lit("c:"), F.col(sha))
     if method != "simhash":
         return by_content
@@ -130,7 +130,7 @@ def segment_contents(fetch: DataFrame, ctx: StageContext) -> DataFrame:
 
 
 def simhash_keys(nodes: DataFrame, dedup: DedupConfig) -> DataFrame:
-    """(t, k, node, simhash): one row per table of ``trawl.neardup.key_masks``."""
+    """(t, k, node, simhash): one row per table of ``trawl.dedup.neardup.key_masks``."""
     masks = key_masks(dedup.simhash_blocks, dedup.max_distance)
     keyed = F.array(*[
         F.struct(F.lit(t).alias("t"), F.col("simhash").bitwiseAND(F.lit(m)).alias("k"))

@@ -23,9 +23,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from trawl.schemas import EVENTS_SCHEMA
 from trawl.stages.common import StageContext
-from trawl.tables import delta_table, read_segment_table, read_table
+from trawl.store.schemas import EVENTS_SCHEMA
+from trawl.store.tables import delta_table, read_segment_table, read_table
 
 KEY = ["host_bucket", "url_fp", "url"]
 

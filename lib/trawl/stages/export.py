@@ -4,7 +4,7 @@
 segments that have a WARC record (a response or revisit), filtered by capture
 time (WARC-Date, the fetch's ``fetched_at``), host, registered domain, HTTP
 status and duplicate state (crawldb's ``duplicate_of``: a page trawl's dedup
-holds to be a copy of another). The copying itself is ``trawl.archive``,
+holds to be a copy of another). The copying itself is ``trawl.warc.lookup``,
 record for record and byte for byte, on the driver: WARC files are written
 on local (or mounted) disks, as the fetch stage writes them.
 """
@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from trawl.stages.common import StageContext
-from trawl.tables import list_segments, read_segment_table, read_table, segment_exists
+from trawl.store.tables import list_segments, read_segment_table, read_table, segment_exists
 
 
 @dataclass(frozen=True)

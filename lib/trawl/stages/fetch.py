@@ -3,14 +3,14 @@
 The fetch list's ``task`` column decides which executor task fetches which
 host group; the RDD is partitioned by exactly that number (an identity
 partitioner), so one task owns all politeness state of its hosts and no two
-tasks ever talk to one host. Each partition runs ``trawl.fetchtask`` and
+tasks ever talk to one host. Each partition runs ``trawl.fetch.task`` and
 writes its own WARC file under ``segments/<id>/warc/``. The segment's
 counters are made here too, in one pass (``fetch_counters``).
 
 With ``fetch.follow_depth`` and ``fetch.follow_new_hosts`` on, every task is
 also told crawldb's hosts and domains and which task serves each of the
 fetch list's addresses (``new_host_scope``), so that it may start hosts
-crawldb has never seen (``trawl.fetchclaim``); the tasks claim the other
+crawldb has never seen (``trawl.fetch.claims``); the tasks claim the other
 addresses in ``segments/<id>/claims/`` (local and mounted roots).
 """
 
@@ -26,14 +26,14 @@ from typing import Any
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from trawl import soft404
 from trawl.config import Config
-from trawl.fetchclaim import KNOWN_HOSTS_MAX, NewHostScope
-from trawl.fetchrules import policy_source
-from trawl.fetchtask import run_fetch_task
-from trawl.schemas import FETCH_SCHEMA
+from trawl.dedup import soft404
+from trawl.fetch.claims import KNOWN_HOSTS_MAX, NewHostScope
+from trawl.fetch.rules import policy_source
+from trawl.fetch.task import run_fetch_task
 from trawl.stages.common import StageContext, concurrently
-from trawl.tables import read_segment_table, read_table, segment_path
+from trawl.store.schemas import FETCH_SCHEMA
+from trawl.store.tables import read_segment_table, read_table, segment_path
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
       (``fetch.follow_depth``), whatever their outcome;
     - ``fetch/why/<outcome>/<why>``: why URLs were not fetched or failed (the
       error's kind: "policy", "address", "timeout", "time_limit", ...);
-    - the soft-404 probes' and soft 404s' (``trawl.soft404.probe_counters``).
+    - the soft-404 probes' and soft 404s' (``trawl.dedup.soft404.probe_counters``).
       A probe is never a page: page and status counters leave it out.
     """
     probe = F.col("kind") == "probe"

@@ -16,7 +16,7 @@ score; then caps:
   what it allows in the window (politeness.mode both: window / min_delay;
   byIP: window / the smallest gap of its hosts), less their first requests;
 - per registered domain: ``generate.max_per_domain``, the domain policy's
-  page cap and the domain's budget (``trawl.budgets``: pages per distinct
+  page cap and the domain's budget (``trawl.crawldb.budgets``: pages per distinct
   other domain linking to it, from ``domainlinks``); and a global
   ``generate.top_n``. Due URLs over their domain's budget are deferred
   (``next_fetch_at`` put off at growing intervals, ``deferred_reason``
@@ -38,9 +38,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from trawl.packing import assign_tasks
-from trawl.resolver import AddressRefused, Resolver
-from trawl.schemas import FETCHLIST_SCHEMA
+from trawl.crawldb.packing import assign_tasks
+from trawl.net.resolver import AddressRefused, Resolver
 from trawl.stages.common import (
     StageContext,
     broadcastable,
@@ -48,10 +47,11 @@ from trawl.stages.common import (
     materialize,
     release,
 )
-from trawl.tables import delta_table, read_table
+from trawl.store.schemas import FETCHLIST_SCHEMA
+from trawl.store.tables import delta_table, read_table
 
 # What the fetch task needs to know of a host from hostdb: its politeness
-# state, the cached robots.txt and its last soft-404 probe (trawl.soft404),
+# state, the cached robots.txt and its last soft-404 probe (trawl.dedup.soft404),
 # carried on every fetch-list row.
 HOST_HINTS = (
     "delay_s", "crawl_delay_s", "robots_url", "robots_status", "robots_http_status",
@@ -148,7 +148,7 @@ def _since_last_visit(ctx: StageContext) -> Column:
 
 def recrawl_priority(ctx: StageContext) -> Column:
     """Rank of a due URL under ``schedule.policy``, higher first (the Spark
-    form of ``trawl.changerate.priority``; new URLs on the same scale).
+    form of ``trawl.crawldb.changerate.priority``; new URLs on the same scale).
 
     lagrangian:  (w/λ)(1 - (1 + λτ) e^{-λτ}), or w/λ if never read, known
                  changed or still probing (every visit saw a change, and
@@ -225,7 +225,7 @@ def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
 def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     """Due URLs left out by their domain's budget alone (within every other
     cap): to be deferred (BEAST), each with its new due time and count.
-    Deferrals in a row double the wait (``trawl.budgets.defer_interval_s``)."""
+    Deferrals in a row double the wait (``trawl.crawldb.budgets.defer_interval_s``)."""
     b = ctx.cfg.budget
     over = ranked.filter(
         (F.col("rank") > F.col("domain_cap")) & (F.col("budget") < F.col("static_domain_cap"))
@@ -250,7 +250,7 @@ def _rank_order() -> list[Column | str]:
 def first_requests(ctx: StageContext) -> Column:
     """Requests a host's fetch task makes before its pages, each under the
     host's gap: robots.txt unless hostdb's copy is fresh, and the soft-404
-    probe when it is due (the rules of ``trawl.fetchrules``, on generate's
+    probe when it is due (the rules of ``trawl.fetch.rules``, on generate's
     clock)."""
     at = F.lit(ctx.at).cast("timestamp")
 

@@ -14,10 +14,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from trawl.frontier import SeedError, admit, parse_seed_line, url_filter
-from trawl.schemas import CRAWLDB_SCHEMA
+from trawl.crawldb.admission import SeedError, admit, parse_seed_line, url_filter
 from trawl.stages.common import StageContext, map_records, materialize, release
-from trawl.tables import delta_table, read_table
+from trawl.store.schemas import CRAWLDB_SCHEMA
+from trawl.store.tables import delta_table, read_table
 
 # Candidate rows carry the crawldb columns plus a rejection reason.
 CANDIDATE_SCHEMA = StructType(

@@ -1,6 +1,6 @@
 """updatedb's defences against crawler traps, as Spark transforms.
 
-The rules are in the pure modules (``trawl.budgets``, ``trawl.sessionparams``);
+The rules are in the pure modules (``trawl.crawldb.budgets``, ``trawl.url.sessionparams``);
 here they meet the segment's links: one candidate per URL after admission,
 the new-URL caps per path pattern and per host, the ``rejected`` table that
 keeps every link left out with its reason, the session-id parameters learned
@@ -17,12 +17,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from trawl.budgets import COUNTER_DIGITS, ORIGIN_PREFIX
-from trawl.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
-from trawl.sessionparams import param_variants
+from trawl.crawldb.budgets import COUNTER_DIGITS, ORIGIN_PREFIX
 from trawl.stages.common import StageContext, map_records, materialize, release
-from trawl.tables import read_table, replace_rows, table_path
-from trawl.urlnorm import registered_domain
+from trawl.store.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
+from trawl.store.tables import read_table, replace_rows, table_path
+from trawl.url.normalize import registered_domain
+from trawl.url.sessionparams import param_variants
 
 KEY = ["host_bucket", "url_fp", "url"]
 PAIR_SCHEMA = StructType(DOMAINLINKS_SCHEMA.fields[:2])
@@ -32,14 +32,14 @@ VARIANT_SCHEMA = StructType(
 
 
 def counter_key_col(url: Column) -> Column:
-    """``trawl.budgets.counter_key`` as a Spark column (the same patterns)."""
+    """``trawl.crawldb.budgets.counter_key`` as a Spark column (the same patterns)."""
     origin = F.regexp_extract(url, ORIGIN_PREFIX, 0)
     rest = F.regexp_replace(url, ORIGIN_PREFIX, "")
     return F.concat(origin, F.regexp_replace(rest, COUNTER_DIGITS, "0"))
 
 
 def counter_run_col(source: Column, target: Column, run: Column) -> Column:
-    """The counter run of a link's target (``trawl.budgets.counter_step``):
+    """The counter run of a link's target (``trawl.crawldb.budgets.counter_step``):
     its source's run plus one when the link is a step, else 0."""
     step = (source != target) & (counter_key_col(source) == counter_key_col(target))
     return F.when(step, F.coalesce(run, F.lit(0)) + 1).otherwise(F.lit(0))
@@ -108,7 +108,7 @@ def write_rejected(rows: DataFrame, ctx: StageContext) -> None:
 
 
 def learn_session_params(pages: DataFrame, crawldb: DataFrame) -> DataFrame:
-    """(host, param) pairs ``trawl.sessionparams`` calls session ids, from the
+    """(host, param) pairs ``trawl.url.sessionparams`` calls session ids, from the
     segment's pages with a query and their hosts' earlier ones in
     ``crawldb``; content is the main-text simhash, or the body's sha256."""
     content = F.coalesce(F.col("simhash").cast("string"), F.col("content_sha256"))

@@ -1,14 +1,14 @@
 """updatedb: merge one segment's fetch results into crawldb and hostdb.
 
 - Fetched URLs: their crawldb rows joined with the fetch rows and passed
-  through ``trawl.transitions.apply_fetch`` (the one transition table).
+  through ``trawl.crawldb.transitions.apply_fetch`` (the one transition table).
 - New URLs: followable outlinks and redirect targets, admitted (normalised,
   filtered), each URL once, found new by a batch anti-join against crawldb
   restricted to the host buckets they fall in (IRLbot's DRUM check, done by
   Spark's join instead of a disk bucket sort), then capped per host and per
-  path pattern (``trawl.budgets``). Every link kept out, by a filter rule or
+  path pattern (``trawl.crawldb.budgets``). Every link kept out, by a filter rule or
   a cap, is written with its reason to the ``rejected`` table.
-- Session-id parameters a host is seen to use (``trawl.sessionparams``) are
+- Session-id parameters a host is seen to use (``trawl.url.sessionparams``) are
   learned from the segment's pages and the host's earlier ones into
   ``hostparams``, and dropped from the host's links before admission.
 - The domain link graph (``domainlinks``) gains the segment's new pairs of
@@ -29,11 +29,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from trawl.budgets import path_pattern
-from trawl.frontier import admit, url_filter
-from trawl.hoststate import merge_host
-from trawl.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
-from trawl.sessionparams import strip_params
+from trawl.crawldb.admission import admit, url_filter
+from trawl.crawldb.budgets import path_pattern
+from trawl.crawldb.hoststate import merge_host
+from trawl.crawldb.transitions import FETCH_FIELDS, apply_fetch
 from trawl.stages.common import (
     StageContext,
     beside,
@@ -54,13 +53,14 @@ from trawl.stages.traps import (
     session_params,
     write_rejected,
 )
-from trawl.tables import (
+from trawl.store.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
+from trawl.store.tables import (
     delta_table,
     read_segment_table,
     read_table,
 )
-from trawl.transitions import FETCH_FIELDS, apply_fetch
-from trawl.urlnorm import UrlError, host_bucket, host_of, registered_domain
+from trawl.url.normalize import UrlError, host_bucket, host_of, registered_domain
+from trawl.url.sessionparams import strip_params
 
 CRAWLDB_COLS = CRAWLDB_SCHEMA.fieldNames()
 OP_SCHEMA = StructType([*CRAWLDB_SCHEMA.fields, StructField("_op", StringType(), False)])
@@ -238,7 +238,7 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
         .groupBy("host")
         .agg(F.max_by(F.struct(*fetch.columns), "fetched_at").alias("robots"))
     )
-    probe = (  # the soft-404 probe (trawl.soft404): one per host and segment
+    probe = (  # the soft-404 probe (trawl.dedup.soft404): one per host and segment
         fetch.filter(F.col("kind") == "probe")
         .groupBy("host")
         .agg(F.max_by(F.struct(*fetch.columns), "fetched_at").alias("probe"))

@@ -70,7 +70,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trawl.fetcher import retry_after_s as parse_retry_after
+from trawl.fetch.visit import retry_after_s as parse_retry_after
 from trawl.testweb.model import WebModel
 
 Record = dict[str, Any]

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trawl.httpclient import FetchError, parse_target
+from trawl.net.client import FetchError, parse_target
 from trawl.testweb.audit import ShortGap
 
 #: How far the web's start may lie outside a crawler request's [start, end]

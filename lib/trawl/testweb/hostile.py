@@ -68,7 +68,7 @@ class HostileHost:
     name: str
     address: str | None  # pinned in the hosts file; None: left out, never resolves
     about: str  # what the server does
-    outcome: str  # fetch outcome of "/" (a trawl.status.FetchOutcome value)
+    outcome: str  # fetch outcome of "/" (a trawl.crawldb.status.FetchOutcome value)
     truncated: str | None = None  # WARC-Truncated reason of the body of "/"
     error: str | None = None  # how the fetch row's error starts
     robots: str | None = "status_4xx"  # robots decision; None: robots.txt never asked

@@ -432,7 +432,7 @@ def _soft404_site(req: _Request) -> TrapPage:
 @functools.cache
 def _most_read() -> tuple[str, ...]:
     """Two stories, some 1000 words: a path of a few words then moves the pages'
-    simhash (``trawl.fingerprint``) by a bit or two, rarely past ``dedup.max_distance``."""
+    simhash (``trawl.dedup.fingerprint``) by a bit or two, rarely past ``dedup.max_distance``."""
     rng = random.Random("soft404 most read")
     return prose.article_text(rng, prose.TOPICS[0]) + prose.article_text(rng, prose.TOPICS[1])
 

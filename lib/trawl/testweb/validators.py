@@ -26,7 +26,7 @@ import hashlib
 import re
 from datetime import datetime
 
-from trawl.httpdate import http_date, parse_http_date
+from trawl.net.dates import http_date, parse_http_date
 
 __all__ = ["http_date", "not_modified", "parse_http_date", "strong_etag"]
 

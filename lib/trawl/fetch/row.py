@@ -1,0 +1,126 @@
+"""The fetch row of a visit: the fields every row has, and what a response and a parsed page add.
+
+A visit comes out as one row of the segment's ``fetch`` table
+(``trawl.store.schemas``). Its page fields are built here from what was fetched:
+outlinks are resolved against the page (and its ``<base href>``) and
+normalised, one per target; the body gets its sha256 and the main text its
+near-duplicate fingerprints (``trawl.dedup.fingerprint``; the MinHash only when
+``dedup.method`` is "minhash", as it costs more).
+
+Plain functions of the response, the parsed page and the config: the
+fetcher's worker threads share them, and a test calls them without a server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from trawl.config import Config
+from trawl.crawldb.status import FetchOutcome
+from trawl.dedup.fingerprint import page_fingerprint
+from trawl.dedup.simhash import to_signed
+from trawl.net.client import HttpResponse
+from trawl.parse.html import ParsedPage
+from trawl.url import normalize as urlnorm
+
+Row = dict[str, Any]
+
+
+def base_row(
+    item: Mapping[str, Any], kind: str, url: str, ip: str | None, started: datetime
+) -> Row:
+    return {
+        "kind": kind,
+        "url": url,
+        "url_fp": item.get("url_fp") if kind == "page" else None,
+        "host": item.get("host"),
+        "host_bucket": item.get("host_bucket"),
+        "task": item.get("task"),
+        "ip": ip,
+        "depth": item.get("depth"),
+        "counter_run": item.get("counter_run") if kind == "page" else None,
+        "score": item.get("score") if kind == "page" else None,
+        "is_sitemap": bool(item.get("is_sitemap")) if kind == "page" else None,
+        "linked_from": item.get("linked_from") if kind == "page" else None,
+        "fetched_at": started,
+    }
+
+
+def response_fields(resp: HttpResponse, outcome: FetchOutcome) -> Row:
+    return {
+        "outcome": outcome.value,
+        "http_status": resp.status,
+        "content_type": resp.header("content-type"),
+        "headers": [[k, v] for k, v in resp.headers],
+        "ttfb_s": resp.ttfb_s,
+        "elapsed_s": resp.elapsed_s,
+        "bytes": len(resp.raw_body),
+        "truncated": resp.truncated,
+        "etag": resp.header("etag"),
+        "last_modified": resp.header("last-modified"),
+        "content_sha256": hashlib.sha256(resp.body).hexdigest()
+        if outcome is FetchOutcome.SUCCESS
+        else None,
+    }
+
+
+def page_fields(url: str, page: ParsedPage, cfg: Config) -> Row:
+    base = absolute(url, page.base_href, cfg) or url
+    outlinks: dict[str, Row] = {}
+    for link in page.links:
+        target = absolute(base, link.href, cfg)
+        if not target or target == url:
+            continue
+        nofollow = link.rel_nofollow or page.meta_nofollow
+        known = outlinks.get(target)
+        if known is None:
+            outlinks[target] = {"url": target, "anchor": link.anchor, "nofollow": nofollow}
+        elif known["nofollow"] and not nofollow:
+            # rel=nofollow is a hint per link: one followable link to the
+            # target is enough to follow it
+            known["nofollow"] = False
+    meta = [
+        name
+        for name, on in (
+            ("noindex", page.meta_noindex),
+            ("nofollow", page.meta_nofollow),
+            ("noarchive", page.meta_noarchive),
+        )
+        if on
+    ]
+    return {
+        "outlinks": list(outlinks.values()),
+        "canonical": absolute(base, page.canonical, cfg),
+        "robots_meta": ",".join(meta) or None,
+        "title": page.title[:500] if page.title else None,
+        **fingerprint_fields(page, cfg),
+    }
+
+
+def fingerprint_fields(page: ParsedPage, cfg: Config) -> Row:
+    """Near-duplicate fingerprints of an HTML page's main text (none for
+    other media types); the simhash as the int64 a LongType holds."""
+    if not page.is_html:
+        return {"simhash": None, "minhash": None, "text_words": None}
+    fp = page_fingerprint(page.main_text, cfg.dedup)
+    return {
+        "simhash": None if fp.simhash is None else to_signed(fp.simhash),
+        "minhash": fp.minhash,
+        "text_words": fp.words,
+    }
+
+
+def absolute(base: str, href: str | None, cfg: Config) -> str | None:
+    """Resolve (RFC 3986 5.2) and normalise; None for unusable references."""
+    if not href:
+        return None
+    try:
+        norm = cfg.normalize
+        return urlnorm.normalize(
+            urlnorm.resolve(base, href), norm.strip_params, norm.session_params
+        )
+    except urlnorm.UrlError:
+        return None

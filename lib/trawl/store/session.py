@@ -1,0 +1,103 @@
+"""The Spark session, built from config, with Delta Lake on and logs quiet.
+
+The Delta jars are loaded from disk (``jars/lib``, filled once by
+``scripts/setup.sh``), never through ``spark.jars.packages``, so after setup
+no job touches the network. On a cluster, ``spark.jars_dir`` points at the
+jars there, or is left empty when spark-submit already ships them
+(``--jars``/``--packages``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trawl.config import Config
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+LOG4J2_PROPERTIES = Path(__file__).resolve().parents[1] / "conf" / "log4j2.properties"
+
+# Settings that suit a crawl's small-to-medium tables; any of them can be
+# overridden with ``--set spark.conf.<key>=<value>``.
+BASE_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+    # A join whose smaller side's shuffle partitions all fit in 64 MiB hashes
+    # them instead of sorting both sides: a MERGE's source against crawldb's
+    # rows (bench_scale, 3M URLs, against Spark's default 0: generate 64 -> 49 s,
+    # updatedb 95 -> 92 s; see README).
+    "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": "64m",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.schema.autoMerge.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.python.worker.reuse": "true",
+}
+
+
+# ``spark.driver_jit``: how the driver's JVM (in local mode also the
+# executor) compiles hot code. The JVM's default ("tiered") compiles it twice,
+# quickly with C1 and then optimised with C2. A crawl cycle runs hundreds of
+# small Spark jobs, each planned anew, so much of Spark's and Delta's code
+# turns hot for a while and C2 compiles a lot of it: in the fetch benchmark's
+# crawl, the compiler threads used 70 of the crawl's 192 CPU-seconds, on two
+# cores beside the jobs waiting for it. "c1" stops at C1, with the code cache the
+# tiered JVM would have (C1 alone gets 48 MB, and its sweeper then spends
+# seconds evicting and recompiling). README, "The driver's JIT".
+DRIVER_JIT_OPTIONS: dict[str, list[str]] = {
+    "c1": ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"],
+    "tiered": [],
+}
+
+
+def delta_jars(cfg: Config) -> list[str]:
+    """The Delta jar files to load from disk (empty when none are configured)."""
+    folder = Path(cfg.spark.jars_dir) if cfg.spark.jars_dir else PROJECT_ROOT / "jars" / "lib"
+    return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
+
+
+def spark_conf(cfg: Config) -> dict[str, str]:
+    """Every spark.* setting trawl sets, config overrides applied last."""
+    conf = dict(BASE_CONF)
+    conf["spark.sql.shuffle.partitions"] = str(cfg.spark.shuffle_partitions)
+    jars = delta_jars(cfg)
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    log_opts = []
+    if LOG4J2_PROPERTIES.is_file():
+        log_opts = [f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"]
+        conf["spark.executor.extraJavaOptions"] = log_opts[0]
+    driver_opts = [*log_opts, *DRIVER_JIT_OPTIONS[cfg.spark.driver_jit]]
+    if driver_opts:
+        conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
+    if cfg.spark.master.startswith("local"):
+        # Python workers run this interpreter (the virtualenv with trawl in it),
+        # not whatever "python3" is first on PATH.
+        conf["spark.pyspark.python"] = sys.executable
+    conf.update(cfg.spark.conf)
+    return conf
+
+
+def build_spark(cfg: Config) -> SparkSession:
+    """Get or create the session (inside spark-submit the master comes from there)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(cfg.spark.app_name)
+    if cfg.spark.master:
+        builder = builder.master(cfg.spark.master)
+    conf = spark_conf(cfg)
+    if "spark.pyspark.python" in conf:
+        # PySpark's SparkContext takes the worker interpreter from this variable.
+        os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(cfg.spark.log_level)
+    return spark

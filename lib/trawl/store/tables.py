@@ -1,0 +1,276 @@
+"""All Delta I/O of the crawl directory goes through here.
+
+One root holds every table (a local path now, ``s3a://`` and friends on a
+cluster). Tables are created from the schema constants if they do not exist;
+crawldb and hostdb take MERGEs (inject, updatedb), segment tables are
+replaced whole for their segment (a rerun overwrites, never appends), so every
+job is safe to re-run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from trawl.store.schemas import (
+    CONTENT_SCHEMA,
+    COUNTERS_SCHEMA,
+    CRAWLDB_SCHEMA,
+    DOMAINLINKS_SCHEMA,
+    EVENTS_SCHEMA,
+    FETCH_SCHEMA,
+    FETCHLIST_SCHEMA,
+    HOSTDB_SCHEMA,
+    HOSTPARAMS_SCHEMA,
+    NEARDUP_SCHEMA,
+    POLICY_SCHEMA,
+    REJECTED_SCHEMA,
+)
+
+if TYPE_CHECKING:
+    from delta.tables import DeltaTable
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+# name -> (schema, partition columns)
+TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
+    "crawldb": (CRAWLDB_SCHEMA, ("host_bucket",)),
+    "hostdb": (HOSTDB_SCHEMA, ("host_bucket",)),
+    "policy": (POLICY_SCHEMA, ()),
+    "counters": (COUNTERS_SCHEMA, ()),
+    "content": (CONTENT_SCHEMA, ()),
+    "neardup": (NEARDUP_SCHEMA, ()),
+    "events": (EVENTS_SCHEMA, ("event_date",)),
+    "rejected": (REJECTED_SCHEMA, ("segment",)),
+    "domainlinks": (DOMAINLINKS_SCHEMA, ()),
+    "hostparams": (HOSTPARAMS_SCHEMA, ()),
+}
+# Table properties: set when a table is created, and added to a table an
+# older trawl created the first time a job opens it.
+TABLE_PROPERTIES: dict[str, dict[str, str]] = {
+    "events": {"delta.enableChangeDataFeed": "true"},  # consumers read increments
+}
+# The tables that take a MERGE every cycle, each touching a small share of
+# their rows (``use_deletion_vectors``).
+MERGED_TABLES = ("crawldb", "hostdb")
+_WITH_VECTORS: set[str] = set()
+SEGMENT_TABLES: dict[str, StructType] = {
+    "fetchlist": FETCHLIST_SCHEMA,
+    "fetch": FETCH_SCHEMA,
+}
+
+
+# Tables this driver process has created or seen: createIfNotExists reads the
+# Delta log each time, and jobs ask for the same tables many times.
+_ENSURED: set[str] = set()
+
+
+def table_path(root: str, name: str) -> str:
+    return f"{root.rstrip('/')}/{name}"
+
+
+def segment_path(root: str, segment: str, name: str = "") -> str:
+    base = f"{root.rstrip('/')}/segments/{check_segment_id(segment)}"
+    return f"{base}/{name}" if name else base
+
+
+def ensure_table(spark: SparkSession, root: str, name: str) -> str:
+    """Create the table from its schema if it does not exist; return its path."""
+    from delta.tables import DeltaTable
+
+    schema, partitions = TABLES[name]
+    path = table_path(root, name)
+    if path in _ENSURED:
+        return path
+    if DeltaTable.isDeltaTable(spark, path):
+        _add_missing_columns(spark, path, schema)
+        _add_missing_properties(spark, path, TABLE_PROPERTIES.get(name, {}))
+    else:
+        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+        if partitions:
+            builder = builder.partitionedBy(*partitions)
+        for key, value in TABLE_PROPERTIES.get(name, {}).items():
+            builder = builder.property(key, value)
+        builder.execute()
+    _ENSURED.add(path)
+    return path
+
+
+def _add_missing_columns(spark: SparkSession, path: str, schema: StructType) -> None:
+    """A table written by an older trawl gains the columns added since (null
+    in old rows); nothing is rewritten or dropped."""
+    have = set(spark.read.format("delta").load(path).columns)
+    missing = [f for f in schema.fields if f.name not in have]
+    if missing:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
+
+
+def _detail(spark: SparkSession, path: str) -> tuple[dict[str, str], int]:
+    """A table's properties and size in bytes, from its Delta log."""
+    row = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+    return dict(row["properties"] or {}), int(row["sizeInBytes"] or 0)
+
+
+def _set_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
+    pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(wanted.items()))
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
+
+
+def _add_missing_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
+    if not wanted:
+        return
+    have, _ = _detail(spark, path)
+    missing = {k: v for k, v in wanted.items() if have.get(k) != v}
+    if missing:
+        _set_properties(spark, path, missing)
+
+
+def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: float) -> bool:
+    """Turn Delta's deletion vectors on for table ``name`` once it holds
+    ``min_bytes`` (never when negative); True when they are on. With them a
+    MERGE marks the rows it replaces in a small side file and writes only the
+    changed rows, instead of rewriting every file it touches -- with one file
+    per host bucket, the whole table each cycle, as Nutch rewrites its
+    CrawlDb. On a small table the rewrite is cheap and the vectors cost more
+    (a MERGE and each read run more Spark jobs), hence the threshold. Once
+    on, they stay on. Not Delta's auto compaction: it fires after MERGEs that
+    leave vectors and rewrites the whole bucket (``compact`` is explicit)."""
+    path = ensure_table(spark, root, name)
+    if path in _WITH_VECTORS:
+        return True
+    if min_bytes < 0:
+        return False
+    properties, size = _detail(spark, path)
+    if properties.get("delta.enableDeletionVectors") != "true":
+        if size < min_bytes:
+            return False
+        _set_properties(spark, path, {"delta.enableDeletionVectors": "true"})
+    _WITH_VECTORS.add(path)
+    return True
+
+
+def ensure_all(spark: SparkSession, root: str, vectors_min_bytes: float | None = None) -> None:
+    """Every table of the crawl exists; with ``vectors_min_bytes``, crawldb
+    and hostdb also get deletion vectors once they hold that much
+    (``use_deletion_vectors``, which reads their size from the Delta log
+    each time: they grow every cycle).
+
+    The first time in a process each table's log is read or its first
+    commit written, and each size is a log replay: mostly driver work and
+    small jobs, so the tables are done at once from a few threads (one
+    Spark session takes jobs from many), the merged tables first."""
+
+    def ready(name: str) -> None:
+        ensure_table(spark, root, name)
+        if vectors_min_bytes is not None and name in MERGED_TABLES:
+            use_deletion_vectors(spark, root, name, vectors_min_bytes)
+
+    merged = [*MERGED_TABLES] if vectors_min_bytes is not None else []
+    todo = merged + [n for n in TABLES if n not in merged and table_path(root, n) not in _ENSURED]
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="ensure-table") as pool:
+        list(pool.map(ready, todo))
+
+
+def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
+    return spark.read.format("delta").load(ensure_table(spark, root, name))
+
+
+def delta_table(spark: SparkSession, root: str, name: str) -> DeltaTable:
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, ensure_table(spark, root, name))
+
+
+def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> str:
+    """Replace the segment's table whole (idempotent re-runs)."""
+    schema = SEGMENT_TABLES[name]
+    path = segment_path(root, segment, name)
+    ordered = df.select(*[f.name for f in schema.fields])
+    (ordered.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path))
+    return path
+
+
+def read_segment_table(spark: SparkSession, root: str, segment: str, name: str) -> DataFrame:
+    """A segment's table; one written by an older trawl reads with the
+    columns added since as nulls (a segment fetched before an upgrade still
+    goes through updatedb)."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.format("delta").load(segment_path(root, segment, name))
+    schema = SEGMENT_TABLES.get(name)
+    have = set(frame.columns)
+    for missing in (f for f in (schema.fields if schema else []) if f.name not in have):
+        frame = frame.withColumn(missing.name, F.lit(None).cast(missing.dataType))
+    return frame
+
+
+def segment_exists(spark: SparkSession, root: str, segment: str, name: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, segment_path(root, segment, name)))
+
+
+def list_segments(spark: SparkSession, root: str) -> list[str]:
+    """Segment ids under the root, oldest first (ids sort by time)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(f"{root.rstrip('/')}/segments")
+    fs = path.getFileSystem(hadoop_conf)
+    if not fs.exists(path):
+        return []
+    return sorted(
+        status.getPath().getName() for status in fs.listStatus(path) if status.isDirectory()
+    )
+
+
+def write_counters(
+    spark: SparkSession, root: str, segment: str, job: str, counters: Sequence[tuple[str, int]]
+) -> None:
+    """Replace this (segment, job)'s counters: re-runs do not double them."""
+    check_segment_id(segment)
+    rows = [(segment, job, name, int(value)) for name, value in counters]
+    df = spark.createDataFrame(rows, COUNTERS_SCHEMA)
+    replace_rows(df, root, "counters", f"segment = '{segment}' AND job = '{job}'")
+
+
+def replace_rows(df: DataFrame, root: str, name: str, where: str) -> None:
+    """Replace the rows of table ``name`` matching ``where`` by ``df`` (one
+    commit): a re-run of the job that wrote them replaces, never appends."""
+    schema, _ = TABLES[name]
+    path = ensure_table(df.sparkSession, root, name)
+    ordered = df.select(*[f.name for f in schema.fields])
+    ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
+
+
+SEGMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_segment_id(segment: str) -> str:
+    """Segment ids become paths and SQL literals: keep them to a safe alphabet."""
+    if not SEGMENT_ID.match(segment):
+        raise ValueError(f"bad segment id {segment!r}: use letters, digits, '_', '-', '.'")
+    return segment
+
+
+def compact(spark: SparkSession, root: str, name: str) -> dict[str, int]:
+    """OPTIMIZE one table (bin-packing per partition): the small files that
+    MERGEs and per-segment writes leave are folded into larger ones, and a
+    file rewritten drops its deletion vector (the rows it marked are gone
+    for good). Readers see the same rows; ``VACUUM`` later frees the old
+    files once no reader needs that version. Returns the files and bytes
+    removed and added."""
+    metrics = delta_table(spark, root, name).optimize().executeCompaction().collect()[0]["metrics"]
+    m = metrics.asDict(recursive=True)
+    return {
+        "files_removed": int(m.get("numFilesRemoved") or 0),
+        "files_added": int(m.get("numFilesAdded") or 0),
+        "bytes_removed": int((m.get("filesRemoved") or {}).get("totalSize") or 0),
+        "bytes_added": int((m.get("filesAdded") or {}).get("totalSize") or 0),
+        "deletion_vectors_removed": int(
+            (m.get("deletionVectorStats") or {}).get("numDeletionVectorsRemoved") or 0
+        ),
+    }

@@ -1,0 +1,369 @@
+"""generate's caps and policy on a synthetic crawldb (Spark, no web).
+
+Each host below exercises one rule of ``select_fetchlist``: the per-host
+window cap, the budget of an address its hosts share, a Crawl-delay above
+the cap (one URL), the per-domain cap, and the operator's policy by host and
+by registered domain (block, minimum delay, page cap, pause, a cleared rule).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trawl.config import load_config
+from trawl.stages.common import StageContext
+from trawl.stages.generate import select_fetchlist
+from trawl.store.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA, POLICY_SCHEMA
+from trawl.url.normalize import registered_domain, url_fingerprint
+
+AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+# hostdb's memory of a host: robots.txt and the soft-404 probe, fresh unless
+# a host's extras say otherwise
+SEEN = {"robots_fetched_at": AT - timedelta(hours=1), "soft404_probed_at": AT - timedelta(hours=1)}
+NEVER_SEEN = dict.fromkeys(SEEN)
+
+# host -> (IP, URLs in crawldb, hostdb extras)
+HOSTS: dict[str, tuple[str, int, dict[str, Any]]] = {
+    "a-shared.com": ("10.0.0.1", 10, {}),
+    "b-shared.org": ("10.0.0.1", 10, {}),  # same address as a: one budget
+    "alone.com": ("10.0.0.2", 10, {"delay_s": 25.0}),  # window 100 / 25 + 1 = 5
+    "slow.org": ("10.0.0.3", 10, {"crawl_delay_s": 100.0}),  # over the 30 s cap: 1
+    "c1.multi.net": ("10.0.0.4", 10, {}),  # the domain multi.net is capped at 7 ...
+    "c2.multi.net": ("10.0.0.5", 10, {}),  # ... over both its hosts
+    "x.blocked.info": ("10.0.0.6", 10, {}),  # domain blocked by policy
+    "slowed.info": ("10.0.0.7", 10, {}),  # policy min delay 50: 100 / 50 + 1 = 3
+    "capped.info": ("10.0.0.8", 10, {}),  # policy page cap 2
+    "paused.info": ("10.0.0.9", 10, {}),  # paused until tomorrow
+    "was-paused.info": ("10.0.0.10", 10, {}),  # pause over: back to normal
+    "cleared.info": ("10.0.0.11", 10, {}),  # blocked, then cleared
+    "failing.info": ("10.0.0.12", 10, {"backoff_until": AT + timedelta(hours=3)}),
+    # 20 hosts x 6 on one address: more than its 100 s / 1 s + 1 = 101 slots
+    **{f"h{i}.crowd{i}.com": ("10.0.0.30", 10, {}) for i in range(20)},
+    # robots.txt and the soft-404 probe come first, each under the gap:
+    # 100 / 25 + 1 - 2 = 3 for a host without them, 4 with robots.txt fresh
+    "new.com": ("10.0.0.13", 10, {"delay_s": 25.0, **NEVER_SEEN}),
+    "stale.com": ("10.0.0.14", 10, {"delay_s": 25.0, "soft404_probed_at": AT - timedelta(days=31)}),
+    # ... and on a shared address: 101 - 20 x 2 = 61 slots
+    **{f"n{i}.new{i}.com": ("10.0.0.31", 10, NEVER_SEEN) for i in range(20)},
+}
+
+
+def _crawldb_rows() -> list[dict[str, Any]]:
+    rows = []
+    for host, (_, count, _) in HOSTS.items():
+        for i in range(count):
+            url = f"http://{host}/p{i}"
+            row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
+            row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=0,
+                       domain=registered_domain(host), status="unfetched", depth=0,
+                       score=1.0 - i / 100)  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def _hostdb_rows() -> list[dict[str, Any]]:
+    rows = []
+    for host, (ip, _, extra) in HOSTS.items():
+        row: dict[str, Any] = dict.fromkeys(HOSTDB_SCHEMA.fieldNames())
+        row.update(host=host, host_bucket=0, domain=registered_domain(host), ip=ip)
+        row.update({**SEEN, **extra})
+        rows.append(row)
+    return rows
+
+
+def _policy(scope: str, target: str, at: datetime, **fields: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(POLICY_SCHEMA.fieldNames())
+    row.update(scope=scope, target=target, action="set", set_by="test", set_at=at, reason="t")
+    row.update(fields)
+    return row
+
+
+POLICY = [
+    _policy("domain", "blocked.info", AT, blocked=True),
+    _policy("host", "slowed.info", AT, min_delay_s=50.0),
+    _policy("host", "capped.info", AT, max_pages_per_cycle=2),
+    _policy("host", "paused.info", AT, paused_until=AT + timedelta(days=1)),
+    _policy("host", "was-paused.info", AT, paused_until=AT - timedelta(hours=1)),
+    _policy("domain", "cleared.info", AT - timedelta(hours=2), blocked=True),
+    _policy("domain", "cleared.info", AT - timedelta(hours=1), action="clear"),
+]
+
+
+@pytest.fixture(scope="module")
+def chosen(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Counter[str]:
+    hosts_file: Path = tmp_path_factory.mktemp("generate") / "hosts"
+    hosts_file.write_text("".join(f"{ip} {h}\n" for h, (ip, _, _) in HOSTS.items()))
+    cfg = load_config(
+        None,
+        [
+            f"dns.hosts_file={hosts_file}",
+            "politeness.min_delay_s=1.0",
+            "robots.max_crawl_delay_s=30",
+            "generate.fetch_window_s=100",
+            "generate.max_per_host=6",
+            "generate.max_per_domain=7",
+        ],
+        environ={},
+    )
+    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    fetchlist = select_fetchlist(
+        spark.createDataFrame(_crawldb_rows(), CRAWLDB_SCHEMA),
+        spark.createDataFrame(_hostdb_rows(), HOSTDB_SCHEMA),
+        spark.createDataFrame(POLICY, POLICY_SCHEMA),
+        ctx,
+    )
+    rows = fetchlist.select("host", "domain", "ip").collect()
+    assert all(r["domain"] == registered_domain(r["host"]) for r in rows)
+    return Counter(r["host"] for r in rows)
+
+
+def test_hosts_sharing_an_address_keep_their_own_caps(chosen: Counter[str]) -> None:
+    # mode both: each host its own gap; the address adds one request per min delay
+    assert chosen["a-shared.com"] == chosen["b-shared.org"] == 6
+
+
+def test_an_address_is_capped_at_what_its_clock_allows(chosen: Counter[str]) -> None:
+    crowd = [n for h, n in chosen.items() if ".crowd" in h]
+    assert sum(crowd) == 101
+    assert max(crowd) == 6
+
+
+def test_a_host_gets_what_its_gap_allows_in_the_window(chosen: Counter[str]) -> None:
+    assert chosen["alone.com"] == 5
+
+
+def test_robots_txt_and_the_probe_take_their_slots_in_the_window(chosen: Counter[str]) -> None:
+    assert (chosen["new.com"], chosen["stale.com"]) == (3, 4)
+    new = [n for h, n in chosen.items() if ".new" in h]
+    assert sum(new) == 61 and max(new) == 4  # ranked by score: 3 each, one 4th
+
+
+def test_a_crawl_delay_above_the_cap_gets_one_url(chosen: Counter[str]) -> None:
+    assert chosen["slow.org"] == 1
+
+
+def test_a_registered_domain_is_capped_over_its_hosts(chosen: Counter[str]) -> None:
+    assert chosen["c1.multi.net"] + chosen["c2.multi.net"] == 7
+
+
+def test_policy_by_domain_and_host(chosen: Counter[str]) -> None:
+    assert chosen["x.blocked.info"] == 0
+    assert chosen["slowed.info"] == 3
+    assert chosen["capped.info"] == 2
+    assert chosen["paused.info"] == 0
+    # each .info host is a registered domain of its own: the host cap, 6
+    assert chosen["was-paused.info"] == 6
+    assert chosen["cleared.info"] == 6
+
+
+def test_a_host_in_back_off_is_not_generated(chosen: Counter[str]) -> None:
+    assert chosen["failing.info"] == 0
+
+
+# --- the recrawl priority: Spark's column equals trawl.crawldb.changerate's formula ---------------
+@pytest.mark.parametrize("policy", ["lagrangian", "change_prob"])
+def test_recrawl_priority_matches_the_change_rate_model(spark: Any, policy: str) -> None:
+    from trawl.crawldb.changerate import ChangeStats, priority, probing
+    from trawl.crawldb.transitions import change_model
+    from trawl.stages.generate import recrawl_priority
+
+    cfg = load_config(None, [f"schedule.policy={policy}"], environ={})
+    model = change_model(cfg.schedule)
+    day = 86400.0
+    # (score, change_rate, days since the last read or None, visits, unchanged_s, lastmod after?,
+    #  dated changes, dated exposure)
+    cases = [
+        (1.0, None, None, None, None, False, None, None),  # never read: the prior's rate
+        (1.0, 1 / day, 1.0, 3.0, 2 * day, False, 0.0, 0.0),
+        (0.5, 1 / (30 * day), 10.0, 5.0, 40 * day, False, 2.0, 60 * day),
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False, None, None),  # probing: every visit changed
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False, 4.5, 3 * 3600.0),  # ... but dated: no probe
+        (2.0, 1 / (3600.0), 2.0, 4.0, 0.0, False, 0.0, -1.0),  # ... dates distrusted: a probe
+        (1.0, 1 / (90 * day), 5.0, 2.0, 9 * day, True, None, None),  # a sitemap says it changed
+    ]
+    rows = []
+    for score, rate, days, n, unchanged, lastmod_after, xd, ed in cases:
+        seen = None if days is None else AT - timedelta(days=days)
+        lastmod = seen + timedelta(hours=1) if seen and lastmod_after else None
+        rows.append((score, rate, seen, n, unchanged, lastmod, xd, ed))
+    df = spark.createDataFrame(
+        rows,
+        "score double, change_rate double, content_seen_at timestamp, change_visits double, "
+        "change_unchanged_s double, sitemap_lastmod timestamp, change_dated double, "
+        "change_dated_s double",
+    )
+    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    got = [r[0] for r in df.select(recrawl_priority(ctx)).collect()]
+    for case, value in zip(cases, got, strict=True):
+        score, rate, days, n, unchanged, lastmod_after, xd, ed = case
+        lam = rate or model.default_rate_per_s
+        elapsed = None if days is None or lastmod_after else days * day
+        stats = ChangeStats(visits=n or 0.0, unchanged_s=unchanged or 0.0,
+                            dated_changes=xd or 0.0, dated_exposure_s=ed or 0.0)  # fmt: skip
+        want = priority(lam, elapsed, score, model, probe=probing(stats))
+        assert value == pytest.approx(want, rel=1e-9), (score, rate, days)
+
+
+# --- domain budgets (STAR) and deferral (BEAST) -------------------------------------------------
+BUDGET_HOSTS = {
+    # a link farm: many hosts under one domain that nothing else links to
+    **{f"w{i}.farm.test": 4 for i in range(10)},
+    "www.popular.test": 40,  # linked from three other domains
+    "www.quiet.test": 5,  # nothing links to it, but it has few pages
+}
+
+
+def _budget_crawldb(deferrals: int | None) -> list[dict[str, Any]]:
+    rows = []
+    for i, (host, count) in enumerate(BUDGET_HOSTS.items()):
+        for j in range(count):
+            url = f"http://{host}/p{j}"
+            row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
+            row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=i % 4,
+                       domain=registered_domain(host), status="unfetched", depth=0,
+                       score=1.0 - j / 100, deferrals=deferrals)  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def _budget_run(
+    spark: Any, tmp_path: Path, deferrals: int | None
+) -> tuple[Counter[str], list[Any]]:
+    from trawl.stages.generate import choose, over_budget, rank_due
+    from trawl.store.schemas import DOMAINLINKS_SCHEMA
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"10.1.0.{i} {h}\n" for i, h in enumerate(BUDGET_HOSTS)))
+    cfg = load_config(
+        None,
+        ["budget.min_pages=6", "budget.max_pages=25", "budget.pages_per_linking_domain=10",
+         "budget.defer_s=3600", "budget.defer_max_s=36000", "generate.max_per_host=50",
+         "politeness.min_delay_s=0.1", f"dns.hosts_file={hosts}"],
+        environ={},
+    )  # fmt: skip
+    links = [(a, "popular.test", "s0", "s0") for a in ("a.test", "b.test", "c.test")]
+    links += [("farm.test", "popular.test", "s0", "s0"), ("popular.test", "farm.test", "s0", "s0")]
+    hostdb = [
+        {**dict.fromkeys(HOSTDB_SCHEMA.fieldNames()), "host": h, "ip": f"10.1.0.{i}"}
+        for i, h in enumerate(BUDGET_HOSTS)
+    ]
+    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    ranked = rank_due(
+        spark.createDataFrame(_budget_crawldb(deferrals), CRAWLDB_SCHEMA),
+        spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
+        spark.createDataFrame([], POLICY_SCHEMA),
+        ctx,
+        spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
+    )
+    chosen = Counter(r["domain"] for r in choose(ranked, ctx).select("domain").collect())
+    return chosen, over_budget(ranked, ctx).collect()
+
+
+def test_domain_budgets_follow_linking_domains_and_defer_the_rest(
+    spark: Any, tmp_path: Path
+) -> None:
+    chosen, deferred = _budget_run(spark, tmp_path, None)
+    # popular.test: 4 linking domains x 10 = 40, capped at max_pages 25
+    assert chosen["popular.test"] == 25
+    # the farm: one linking domain (popular.test) x 10 = 10 of its 40 pages
+    assert chosen["farm.test"] == 10
+    # quiet.test: no in-links, min_pages 6 > its 5 pages: all of them
+    assert chosen["quiet.test"] == 5
+    by_domain = Counter(registered_domain(r["url"].split("/")[2]) for r in deferred)
+    assert by_domain == {"popular.test": 15, "farm.test": 30}
+    # deferred, never dropped: due again after defer_s, counted
+    day_after = {r["next_fetch_at"].replace(tzinfo=UTC) for r in deferred}
+    assert day_after == {AT + timedelta(hours=1)}
+    assert {r["deferrals"] for r in deferred} == {1}
+
+
+def test_deferrals_in_a_row_wait_longer(spark: Any, tmp_path: Path) -> None:
+    from trawl.crawldb.budgets import defer_interval_s
+
+    _, deferred = _budget_run(spark, tmp_path, 3)
+    wait = defer_interval_s(3, 3600.0, 36000.0)
+    assert wait == 28800.0
+    assert {r["next_fetch_at"].replace(tzinfo=UTC) for r in deferred} == {
+        AT + timedelta(seconds=wait)
+    }
+    assert {r["deferrals"] for r in deferred} == {4}
+
+
+def test_each_host_is_cut_to_its_cap_before_the_shuffle(spark: Any) -> None:
+    # rank_due's literal bound lets Spark keep only each host's best
+    # max_per_host rows (a WindowGroupLimit; a partial one too where the
+    # host window has its own shuffle) before the address window shuffles
+    # them: the due URLs of a large host do not all cross the network.
+    from trawl.stages.generate import rank_due
+
+    cfg = load_config(None, ["generate.max_per_host=7"], environ={})
+    ranked = rank_due(
+        spark.createDataFrame(_crawldb_rows(), CRAWLDB_SCHEMA),
+        spark.createDataFrame(_hostdb_rows(), HOSTDB_SCHEMA),
+        spark.createDataFrame([], POLICY_SCHEMA),
+        StageContext(spark, cfg, "unused", "seg1", AT),
+    )
+    plan = ranked._jdf.queryExecution().executedPlan().toString()
+    limits = [line for line in plan.splitlines() if "WindowGroupLimit [host" in line]
+    assert any("row_number(), 7," in line for line in limits), plan
+
+
+def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Nothing due, or only URLs of a host hostdb holds, gives an empty fetch
+    list; a due URL of a host not held is chosen."""
+    from trawl.runner import run_generate
+    from trawl.store.tables import ensure_all, read_segment_table, read_table, table_path
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"10.1.0.{i} {h}\n" for i, h in enumerate(BUDGET_HOSTS)))
+    cfg = load_config(None, [f"dns.hosts_file={hosts}"], environ={})
+    root = str(tmp_path / "crawl")
+    ensure_all(spark, root)
+    rows = _budget_crawldb(None)
+    for row in rows:  # all fetched, due again tomorrow
+        row.update(status="fetched", next_fetch_at=AT + timedelta(days=1))
+    rows[0]["next_fetch_at"] = AT + timedelta(hours=2)
+    # due already, but its host is held (a robots.txt outage) for five hours
+    rows[-1]["next_fetch_at"] = AT - timedelta(hours=1)
+    crawldb = table_path(root, "crawldb")
+    spark.createDataFrame(rows, CRAWLDB_SCHEMA).write.format("delta").mode("append").save(crawldb)
+    held: dict[str, Any] = dict.fromkeys(HOSTDB_SCHEMA.fieldNames())
+    held.update(host=rows[-1]["host"], host_bucket=rows[-1]["host_bucket"],
+                domain=rows[-1]["domain"], backoff_until=AT + timedelta(hours=5))  # fmt: skip
+    spark.createDataFrame([held], HOSTDB_SCHEMA).write.format("delta").mode("append").save(
+        table_path(root, "hostdb")
+    )
+
+    first = run_generate(StageContext(spark, cfg, root, "seg1", AT))
+    assert first["urls"] == 0
+    assert read_segment_table(spark, root, "seg1", "fetchlist").count() == 0
+    counters = read_table(spark, root, "counters").filter("segment = 'seg1'").collect()
+    assert {r["name"]: r["value"] for r in counters}["generate/urls"] == 0
+    # three hours on, the one URL due then is chosen (and marked generated)
+    later = run_generate(StageContext(spark, cfg, root, "seg2", AT + timedelta(hours=3)))
+    assert later["urls"] == 1
+    listed = read_segment_table(spark, root, "seg2", "fetchlist").collect()
+    assert [r["url"] for r in listed] == [rows[0]["url"]]
+    marked = read_table(spark, root, "crawldb").filter("generated_segment = 'seg2'").collect()
+    assert [r["url"] for r in marked] == [rows[0]["url"]]
+
+
+def test_a_mark_source_is_broadcast_within_an_eighth_of_the_driver_heap(spark: Any) -> None:
+    from trawl.stages.common import broadcastable
+
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    assert broadcastable(spark, heap // 8 // 256, 256)
+    assert not broadcastable(spark, heap // 8 // 256 + 1, 256)
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        assert not broadcastable(spark, 10, 256)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")

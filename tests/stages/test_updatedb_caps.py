@@ -1,0 +1,209 @@
+"""updatedb's trap defences (trawl.stages.traps) on tiny frames (Spark, no
+web): new URLs per path pattern, then per host, ranked by score; URLs an
+earlier run of the same updatedb added hold their places; URLs fetched in the
+segment are not capped; the domain pairs of followed links; session-id
+parameters learned per host."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from trawl.config import load_config
+from trawl.crawldb.budgets import path_pattern
+from trawl.stages.common import StageContext
+from trawl.stages.traps import KEY, cap_new_urls, domain_pairs
+from trawl.stages.updatedb import LINK_SCHEMA
+from trawl.url.normalize import url_fingerprint
+
+AT = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _links(urls: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    rows = []
+    for url, score in urls:
+        row: dict[str, Any] = dict.fromkeys(LINK_SCHEMA.fieldNames())
+        host = url.split("/")[2]
+        row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=0,
+                   score=score, source="outlink", pattern=path_pattern(url))  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, float]] = (),
+         fetched: list[str] = ()) -> tuple[set[str], dict[str, str]]:  # fmt: skip
+    cfg = load_config(None, ["traps.max_new_per_pattern=3", "traps.max_new_per_host=5"], environ={})
+    ctx = StageContext(spark, cfg, "unused", "seg2", AT)
+    fetched_rows = [(0, url_fingerprint(u), u) for u in fetched]
+    kept, over = cap_new_urls(
+        spark.createDataFrame(_links(new), LINK_SCHEMA),
+        spark.createDataFrame(_links(list(earlier)), LINK_SCHEMA),
+        spark.createDataFrame(fetched_rows, "host_bucket int, url_fp long, url string"),
+        ctx,
+    )
+    assert set(kept.columns) >= set(KEY)
+    return (
+        {r["url"] for r in kept.collect()},
+        {r["url"]: r["rejected"] for r in over.collect()},
+    )
+
+
+def test_a_calendar_adds_the_pattern_cap_per_segment(spark: Any) -> None:
+    months = [(f"http://cal.test/cal/{2026 + i}/01/", 1.0 - i / 100) for i in range(10)]
+    others = [("http://cal.test/about", 0.1), ("http://cal.test/contact", 0.1)]
+    kept, over = _run(spark, months + others)
+    # the three best-scored months, and the pages of other patterns
+    assert kept == {u for u, _ in months[:3]} | {u for u, _ in others}
+    assert over == {u: "cap/new_per_pattern" for u, _ in months[3:]}
+
+
+def test_the_host_cap_counts_what_the_pattern_caps_left(spark: Any) -> None:
+    urls = [(f"http://h.test/{name}{i}/", 0.5 + i / 10) for name in "abc" for i in range(2)]
+    urls += [("http://other.test/x", 1.0)]
+    kept, over = _run(spark, urls)
+    h_kept = {u for u in kept if "//h.test/" in u}
+    assert len(h_kept) == 5 and "http://other.test/x" in kept
+    assert list(over.values()) == ["cap/new_per_host"]
+    (cut,) = over
+    assert cut.endswith("0/")  # one of the lowest-scored
+
+
+def test_a_rerun_admits_the_same_urls(spark: Any) -> None:
+    months = [(f"http://cal.test/cal/{2026 + i}/01/", 1.0 - i / 100) for i in range(10)]
+    first, _ = _run(spark, months)
+    # the re-run: the first three are in crawldb now, added by this segment
+    again, over = _run(spark, [m for m in months if m[0] not in first],
+                       earlier=[m for m in months if m[0] in first])  # fmt: skip
+    assert again == set()
+    assert set(over) == {u for u, _ in months} - first
+
+
+def test_urls_fetched_in_the_segment_are_not_capped(spark: Any) -> None:
+    months = [(f"http://cal.test/cal/{2026 + i}/01/", 1.0 - i / 100) for i in range(5)]
+    target = months[4][0]  # a redirect target the fetcher followed
+    kept, over = _run(spark, months, fetched=[target])
+    assert target in kept and target not in over
+    assert len(kept) == 4
+
+
+def test_domain_pairs_are_distinct_registered_domains(spark: Any) -> None:
+    link = "struct<url:string,nofollow:boolean>"
+    rows = [
+        ("a.example.test", "success", [("http://b.example.test/", False),  # same domain
+                                        ("http://other.test/x", False),
+                                        ("http://OTHER.test/y", False),
+                                        ("http://spam.test/", True)]),  # nofollow
+        ("w1.farm.test", "success", [("http://w2.farm.test/", False),
+                                      ("http://example.test/", False)]),
+        ("x.test", "gone", [("http://y.test/", False)]),
+    ]  # fmt: skip
+    fetch = spark.createDataFrame(rows, f"host string, outcome string, outlinks array<{link}>")
+    pairs = {(r["from_domain"], r["to_domain"]) for r in domain_pairs(fetch).collect()}
+    assert pairs == {("example.test", "other.test"), ("farm.test", "example.test")}
+
+
+def test_a_host_parameter_that_only_changes_ids_is_learned(spark: Any) -> None:
+    from trawl.stages.traps import learn_session_params
+
+    cols = "host string, url string, outcome string, status string, simhash long, "
+    cols += "content_sha256 string"
+    now = [
+        ("v.test", "http://v.test/p/1?vt=b2", "success", None, 7, "x1"),
+        ("v.test", "http://v.test/p/2?vt=b2", "success", None, 8, "x2"),
+        # ?page= selects content: /list under two values, two contents
+        ("v.test", "http://v.test/list?page=2&vt=c3", "success", None, 5, "y"),
+        ("v.test", "http://v.test/list?page=3&vt=c3", "success", None, 6, "z"),
+        ("w.test", "http://w.test/a?id=1", "success", None, 1, "a"),
+    ]
+    before = [
+        ("v.test", "http://v.test/p/1?vt=a1", None, "fetched", 7, "x0"),  # same text, other body
+        ("v.test", "http://v.test/list?page=2&vt=a1", None, "fetched", 5, "y"),
+        ("w.test", "http://w.test/a?id=2", None, "fetched", 2, "b"),  # id: other content
+        ("x.test", "http://x.test/a?s=1", None, "fetched", 1, "a"),  # no page of x.test now
+    ]
+    learned = learn_session_params(
+        spark.createDataFrame(now, cols), spark.createDataFrame(before, cols)
+    )
+    assert {(r["host"], r["param"]) for r in learned.collect()} == {("v.test", "vt")}
+
+
+def test_the_counter_column_agrees_with_counter_step(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from trawl.crawldb.budgets import counter_step
+    from trawl.stages.traps import counter_run_col
+
+    pairs = [
+        ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2027/01/"),
+        ("http://h.test/list?page=3", "http://h.test/list?page=30"),
+        ("https://h.test:8443/p/7", "https://h.test:8443/p/8"),
+        ("http://h.test/list?page=3", "http://h.test/list?page=3"),
+        ("http://cal.test/cal/2026/12/", "http://cal.test/cal/2026/12/01/"),
+        ("http://shop.test/s?color=red", "http://shop.test/s?color=blue"),
+        ("http://site-12.test/p/1", "http://site-13.test/p/2"),
+        ("http://h.test:8080/p/1", "http://h.test:8081/p/2"),
+    ]
+    frame = spark.createDataFrame(pairs, "s string, t string")
+    got = frame.select(
+        "s", "t", counter_run_col(F.col("s"), F.col("t"), F.lit(4)).alias("run")
+    ).collect()
+    assert {(r["s"], r["t"]): r["run"] for r in got} == {
+        (s, t): 5 if counter_step(s, t) else 0 for s, t in pairs
+    }
+
+
+def test_counter_runs_grow_along_steps_and_stop_at_the_limit(spark: Any) -> None:
+    from trawl.stages.updatedb import admitted_links, discovered_links
+    from trawl.store.schemas import FETCH_SCHEMA
+
+    def page(url: str, run: int | None, links: list[str], **extra: Any) -> dict[str, Any]:
+        row: dict[str, Any] = dict.fromkeys(FETCH_SCHEMA.fieldNames())
+        outlinks = [dict(url=u, anchor=None, nofollow=False, sitemap=None, lastmod=None)
+                    for u in links]  # fmt: skip
+        row.update(kind="page", url=url, host=url.split("/")[2], outcome="success", depth=3,
+                   counter_run=run, outlinks=outlinks)  # fmt: skip
+        row.update(extra)
+        return row
+
+    cal = "http://cal.test/cal"
+    fetch = spark.createDataFrame(
+        [
+            # two steps in: the next month is the third, over the limit of 2
+            page(
+                f"{cal}/2027/02/", 2, [f"{cal}/2027/03/", f"{cal}/2027/02/08/", "http://cal.test/"]
+            ),
+            page(f"{cal}/2026/12/", None, [f"{cal}/2027/01/"]),  # a run starts
+            # also linked from outside the sequence: its shortest run counts
+            page(f"{cal}/2027/05/", 2, [f"{cal}/2027/06/"]),
+            page("http://cal.test/news", 0, [f"{cal}/2027/06/"]),
+            # a sitemap's entries start no run, whatever the sitemap's URL
+            page(
+                "http://cal.test/sitemap-7.xml",
+                9,
+                ["http://cal.test/sitemap-8.xml"],
+                is_sitemap=True,
+            ),
+            # a redirect target is where its source was in the sequence
+            page(f"{cal}/2027/09/", 2, [], outcome="redir_perm", redirect_to=f"{cal}/2027/10/"),
+        ],
+        FETCH_SCHEMA,
+    )
+    cfg = load_config(None, ["traps.max_counter_run=2"], environ={})
+    ctx = StageContext(spark, cfg, "unused", "seg2", AT)
+    rows = {r["raw"]: r for r in admitted_links(discovered_links(fetch), ctx).collect()}
+    runs = {u: (r["counter_run"], r["rejected"]) for u, r in rows.items()}
+    assert runs == {
+        f"{cal}/2027/03/": (None, "trap/counter"),
+        f"{cal}/2027/02/08/": (0, None),
+        "http://cal.test/": (0, None),
+        f"{cal}/2027/01/": (1, None),
+        f"{cal}/2027/06/": (0, None),
+        "http://cal.test/sitemap-8.xml": (0, None),
+        f"{cal}/2027/10/": (2, None),
+    }
+    off = load_config(None, ["traps.max_counter_run=0"], environ={})
+    ctx = StageContext(spark, off, "unused", "seg2", AT)
+    rows = {r["raw"]: r for r in admitted_links(discovered_links(fetch), ctx).collect()}
+    assert (
+        rows[f"{cal}/2027/03/"]["rejected"] is None and rows[f"{cal}/2027/03/"]["counter_run"] == 3
+    )

@@ -1,0 +1,105 @@
+"""Delta tables of the crawl directory: a table from an older trawl is upgraded in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trawl.store.schemas import CRAWLDB_SCHEMA
+from trawl.store.tables import _ENSURED, compact, ensure_table, read_table, use_deletion_vectors
+
+
+def test_an_older_crawldb_gains_the_new_columns_and_keeps_its_rows(
+    spark: Any, tmp_path: Path
+) -> None:
+    root = str(tmp_path / "crawl")
+    old_columns = CRAWLDB_SCHEMA.fieldNames()[:10]  # a crawldb from before the change record
+    old = spark.createDataFrame(
+        [("http://a.example/", 1, "a.example", 0, "a.example", None, "fetched", "seed", None, 0)],
+        ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in CRAWLDB_SCHEMA.fields[:10]),
+    )
+    old.write.format("delta").partitionBy("host_bucket").save(f"{root}/crawldb")
+    _ENSURED.discard(f"{root}/crawldb")
+
+    ensure_table(spark, root, "crawldb")
+
+    table = read_table(spark, root, "crawldb")
+    assert table.columns == CRAWLDB_SCHEMA.fieldNames()
+    (row,) = table.collect()
+    assert [row[c] for c in old_columns[:3]] == ["http://a.example/", 1, "a.example"]
+    assert row["change_rate"] is None and row["is_sitemap"] is None
+
+
+def _properties(spark: Any, path: str) -> dict[str, str]:
+    return dict(spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"])
+
+
+def test_deletion_vectors_from_a_size_on_and_a_merge_rewrites_no_rows(
+    spark: Any, tmp_path: Path
+) -> None:
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    root = str(tmp_path / "crawl")
+    path = f"{root}/crawldb"
+    rows = [
+        (f"http://a.example/{i}", i, "a.example", 0, "a.example", "unfetched") for i in range(200)
+    ]
+    old = spark.createDataFrame(
+        rows, "url string, url_fp long, host string, host_bucket int, domain string, status string"
+    )
+    old.coalesce(1).write.format("delta").partitionBy("host_bucket").save(path)
+    _ENSURED.discard(path)
+
+    # below the threshold (or with it negative) the table stays as it is
+    assert not use_deletion_vectors(spark, root, "crawldb", 10 * 2**20)
+    assert not use_deletion_vectors(spark, root, "crawldb", -1)
+    assert "delta.enableDeletionVectors" not in _properties(spark, path)
+    assert use_deletion_vectors(spark, root, "crawldb", 1000)
+    assert _properties(spark, path)["delta.enableDeletionVectors"] == "true"
+    assert use_deletion_vectors(spark, root, "crawldb", -1)  # once on, on
+
+    # One row of a 200-row file changes: the MERGE marks it deleted in a
+    # deletion vector and writes it anew, copying none of the other 199.
+    source = spark.createDataFrame([(0, 7, "http://a.example/7")], "b int, fp long, u string")
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(source.alias("s"), "t.host_bucket = s.b AND t.url_fp = s.fp AND t.url = s.u")
+        .whenMatchedUpdate(set={"status": F.lit("fetched")})
+        .execute()
+    )
+    metrics = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()[0]
+    assert metrics["operation"] == "MERGE"
+    m = metrics["operationMetrics"]
+    assert m["numTargetRowsUpdated"] == "1"
+    assert m["numTargetRowsCopied"] == "0"
+    assert int(m["numTargetDeletionVectorsAdded"]) >= 1
+    table = read_table(spark, root, "crawldb")
+    assert table.count() == 200
+    assert table.filter("status = 'fetched'").select("url").collect()[0][0] == "http://a.example/7"
+    # the path without a JVM (DESIGN: deltalake for quick looks): its own
+    # engine applies them (its pyarrow-dataset readers refuse such tables)
+    import pyarrow as pa
+    from deltalake import DeltaTable as RustTable
+
+    quick = pa.table(RustTable(path).scan(columns=["url", "status"]).read_all()).to_pylist()
+    assert len(quick) == 200
+    assert [r["url"] for r in quick if r["status"] == "fetched"] == ["http://a.example/7"]
+
+    # compaction folds the bucket's two files (and the vector) into one
+    done = compact(spark, root, "crawldb")
+    assert (done["files_removed"], done["files_added"]) == (2, 1)
+    assert done["deletion_vectors_removed"] >= 1
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]
+    assert detail["numFiles"] == 1
+    assert read_table(spark, root, "crawldb").filter("status = 'fetched'").count() == 1
+    assert read_table(spark, root, "crawldb").count() == 200
+
+
+def test_zero_turns_deletion_vectors_on_from_the_start(spark: Any, tmp_path: Path) -> None:
+    root = str(tmp_path / "crawl")
+    for name in ("crawldb", "hostdb"):
+        assert use_deletion_vectors(spark, root, name, 0)
+        props = _properties(spark, ensure_table(spark, root, name))
+        assert props["delta.enableDeletionVectors"] == "true", name

@@ -1,0 +1,257 @@
+"""The whole cycle on Spark + Delta against the test web (one shared crawl).
+
+A module-scoped crawl: inject the test web's seeds, run two cycles, then
+check what an operator relies on: politeness and robots from the test web's
+own access log, idempotent inject / generate / updatedb, host groups kept in
+one task, WARC records where the fetch table says they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+from warcio.archiveiterator import ArchiveIterator
+
+from trawl.config import Config, load_config
+from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
+from trawl.stages.common import StageContext
+from trawl.store.tables import read_segment_table, read_table, segment_path
+from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
+
+AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+MIN_DELAY = 0.1
+
+
+@dataclass
+class Crawl:
+    spark: Any
+    cfg: Config
+    root: str
+    web: TestWeb
+    model: WebModel
+    segments: list[str]
+    results: list[dict[str, Any]]
+
+    def ctx(self, i: int) -> StageContext:
+        at = AT + timedelta(hours=i)
+        return StageContext(self.spark, self.cfg, self.root, segment_id(at), at)
+
+
+@pytest.fixture(scope="module")
+def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
+    out = tmp_path_factory.mktemp("cycle")
+    model = WebModel.generate(3, hosts=16, ips=4, pages_per_host=(3, 10))
+    with TestWeb(model, out / "web", n_seeds=16) as web:
+        cfg = load_config(
+            None,
+            [
+                f"dns.hosts_file={web.hosts_file}",
+                'fetch.allow_networks=["127.0.0.0/8"]',
+                f"politeness.min_delay_s={MIN_DELAY}",
+                "politeness.delay_factor=2.0",
+                "fetch.time_limit_s=60",
+                "generate.max_per_host=6",
+                "crawl.host_buckets=4",
+            ],
+        )
+        state = Crawl(spark, cfg, str(out / "crawl"), web, model, [], [])
+        state.results.append(run_inject(state.ctx(0), [str(web.seeds_file)]))
+        for i in range(2):
+            ctx = state.ctx(i)
+            state.segments.append(ctx.segment)
+            state.results.append(run_generate(ctx))
+            state.results.append(run_fetch(ctx))
+            state.results.append(run_updatedb(ctx))
+        yield state
+
+
+def test_the_crawl_fetches_pages_and_discovers_new_urls(crawl: Crawl) -> None:
+    fetched = read_table(crawl.spark, crawl.root, "crawldb").filter("status = 'fetched'").count()
+    assert fetched >= 16
+    assert crawl.results[3]["new_urls"] > 0  # updatedb of cycle 1 found outlinks
+
+
+def test_politeness_from_the_access_log(crawl: Crawl) -> None:
+    audit = politeness_audit(crawl.web.access_log, MIN_DELAY)
+    assert audit.requests > 30
+    assert audit.hosts_with_overlap == 0
+    assert audit.max_in_flight_per_ip == 1
+    assert audit.gaps_below_min == 0
+
+
+def test_no_request_for_a_robots_disallowed_url(crawl: Crawl) -> None:
+    assert robots_audit(crawl.web.access_log, crawl.model, crawl.cfg.http.agent_name) == []
+    fetch = read_segment_table(crawl.spark, crawl.root, crawl.segments[1], "fetch")
+    assert (
+        fetch.filter("outcome = 'robots_denied'").count()
+        + fetch.filter("outcome = 'deferred'").count()
+        > 0
+    )
+
+
+def test_inject_twice_adds_nothing(crawl: Crawl) -> None:
+    again = run_inject(crawl.ctx(0), [str(crawl.web.seeds_file)])
+    assert again["accepted"] == 0
+    assert again["duplicates"] == crawl.results[0]["accepted"]
+
+
+def test_updatedb_twice_leaves_crawldb_and_hostdb_unchanged(crawl: Crawl) -> None:
+    before = read_table(crawl.spark, crawl.root, "crawldb").collect()
+    hosts_before = read_table(crawl.spark, crawl.root, "hostdb").collect()
+    run_updatedb(crawl.ctx(1))
+    assertDataFrameEqual(read_table(crawl.spark, crawl.root, "crawldb").collect(), before)
+    assertDataFrameEqual(read_table(crawl.spark, crawl.root, "hostdb").collect(), hosts_before)
+
+
+def test_generate_and_fetch_again_keep_a_merged_segment(crawl: Crawl) -> None:
+    """What Airflow does when a finished run is cleared: the segment's stages
+    run again. generate must not pick what is due now (updatedb added
+    outlinks since), nor fetch replace the records crawldb points into."""
+    from delta.tables import DeltaTable
+
+    segment = crawl.segments[0]
+
+    def state() -> tuple[Any, ...]:
+        tables = [
+            read_segment_table(crawl.spark, crawl.root, segment, n) for n in ("fetchlist", "fetch")
+        ]
+        paths = [segment_path(crawl.root, segment, n) for n in ("fetchlist", "fetch")]
+        versions = [DeltaTable.forPath(crawl.spark, p).history(1).first()["version"] for p in paths]
+        return (
+            *[t.collect() for t in tables],
+            versions,
+            read_table(crawl.spark, crawl.root, "crawldb").collect(),
+        )
+
+    fetchlist, fetch, versions, crawldb = state()
+    generated = run_generate(crawl.ctx(0))
+    assert generated["urls"] == len(fetchlist)
+    run_fetch(crawl.ctx(0))
+    again = state()
+    assertDataFrameEqual(again[0], fetchlist)
+    assertDataFrameEqual(again[1], fetch)
+    assert again[2] == versions  # neither table was written again
+    assertDataFrameEqual(again[3], crawldb)
+
+
+@pytest.mark.parametrize("cycle", [0, 1])
+def test_generate_caps_hosts_and_keeps_shared_ips_in_one_task(crawl: Crawl, cycle: int) -> None:
+    fetchlist = read_segment_table(crawl.spark, crawl.root, crawl.segments[cycle], "fetchlist")
+    rows = fetchlist.collect()
+    per_host: dict[str, int] = {}
+    tasks_per_ip: dict[str, set[int]] = {}
+    for row in rows:
+        per_host[row["host"]] = per_host.get(row["host"], 0) + 1
+        tasks_per_ip.setdefault(row["ip"] or row["host"], set()).add(row["task"])
+    assert rows and max(per_host.values()) <= 6  # generate.max_per_host
+    assert all(len(tasks) == 1 for tasks in tasks_per_ip.values())
+    # Addresses come from hostdb, or are resolved by generate for hosts new to it.
+    assert all(row["ip"] for row in rows)
+
+
+def test_fetched_urls_are_released_and_rescheduled(crawl: Crawl) -> None:
+    crawldb = read_table(crawl.spark, crawl.root, "crawldb")
+    assert crawldb.filter(f"generated_segment = '{crawl.segments[0]}'").count() == 0
+    row = crawldb.filter("status = 'fetched'").first()
+    assert row is not None
+    # the cycle's logical time, and not due again before schedule.min_interval_s
+    assert row["last_fetch_at"].replace(tzinfo=UTC) in (AT, AT + timedelta(hours=1))
+    assert row["content_seen_at"] == row["last_fetch_at"]
+    assert row["next_fetch_at"] >= row["last_fetch_at"] + timedelta(days=1)
+    assert row["change_rate"] > 0
+    assert row["content_sha256"] and row["fetches"] >= 1
+
+
+def test_warc_records_are_where_the_fetch_table_says(crawl: Crawl) -> None:
+    fetch = read_segment_table(crawl.spark, crawl.root, crawl.segments[0], "fetch")
+    row = fetch.filter("outcome = 'success' AND kind = 'page'").first()
+    assert row is not None
+    path = Path(segment_path(crawl.root, crawl.segments[0], "warc")) / row["warc_file"]
+    with path.open("rb") as fh:
+        fh.seek(row["warc_offset"])
+        record = next(iter(ArchiveIterator(fh)))
+        assert record.rec_type == "response"
+        assert record.rec_headers.get_header("WARC-Target-URI") == row["url"]
+
+
+def test_hostdb_keeps_robots_and_delay_state(crawl: Crawl) -> None:
+    hosts = {r["host"]: r for r in read_table(crawl.spark, crawl.root, "hostdb").collect()}
+    assert len(hosts) >= 16
+    for info in crawl.model.hosts:
+        row = hosts.get(info.name)
+        if row is None:
+            continue
+        assert row["delay_s"] is None or row["delay_s"] >= MIN_DELAY
+        if info.robots_status >= 500:
+            assert row["robots_status"] == "status_5xx"
+    assert any(r["robots_status"] == "parsed" for r in hosts.values())
+
+
+def test_counters_are_written_per_segment(crawl: Crawl) -> None:
+    counters = read_table(crawl.spark, crawl.root, "counters")
+    names = {r["name"] for r in counters.filter(f"segment = '{crawl.segments[0]}'").collect()}
+    assert {"generate/urls", "fetch/page/success", "updatedb/new_urls"} <= names
+    lines = Path(crawl.web.access_log).read_text().splitlines()
+    assert all(json.loads(line)["user_agent"].startswith("trawl/") for line in lines)
+
+
+def test_sql_over_all_segments_prints_json_rows(
+    crawl: Crawl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trawl.cli import main
+
+    query = "SELECT segment, count(*) AS n FROM fetch WHERE kind = 'page' GROUP BY 1 ORDER BY 1"
+    assert main(["sql", "--crawl", crawl.root, "--json", query]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["segment"] for r in rows] == crawl.segments
+    assert all(r["n"] > 0 for r in rows)
+
+
+def test_sql_error_is_reported_not_raised(crawl: Crawl, capsys: pytest.CaptureFixture[str]) -> None:
+    from trawl.cli import main
+
+    assert main(["sql", "--crawl", crawl.root, "SELECT nope FROM crawldb"]) == 2
+    assert "trawl sql:" in capsys.readouterr().err
+
+
+def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
+    from trawl.stages.stats import crawl_stats
+    from trawl.store.views import register_views
+
+    register_views(crawl.spark, crawl.root)
+    stats = crawl_stats(crawl.spark)
+    total = stats["totals"][0]["urls"]
+    assert total == read_table(crawl.spark, crawl.root, "crawldb").count()
+    assert sum(r["urls"] for r in stats["by_status"]) == total
+    assert [r["segment"] for r in stats["segments"] if r["fetched"]] == crawl.segments
+    assert all(not r["internal_errors"] for r in stats["segments"])  # counted, and none
+
+
+def test_cycle_command_injects_and_runs_cycles(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trawl.cli import main
+
+    model = WebModel.generate(5, hosts=4, ips=2, pages_per_host=(2, 4))
+    with TestWeb(model, tmp_path / "web", n_seeds=4) as web:
+        argv = [
+            "cycle", "--crawl", str(tmp_path / "crawl"), "--cycles", "2", "--json",
+            "--at", "2026-11-30T00:00:00Z", "--seeds", str(web.seeds_file),
+            "--set", f"dns.hosts_file={web.hosts_file}",
+            "--set", 'fetch.allow_networks=["127.0.0.0/8"]',
+            "--set", "politeness.min_delay_s=0.05", "--set", "politeness.delay_factor=1",
+            "--time-limit", "20",
+        ]  # fmt: skip
+        assert main(argv) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    inject, cycles = rows[0], rows[1:]
+    assert inject["accepted"] > 0
+    assert [c["segment"] for c in cycles] == ["20261130T000000Z", "20261130T010000Z"]
+    assert cycles[0]["fetched_ok"] > 0
