@@ -183,7 +183,7 @@ def _coerce(path: Path, key: str, default: Any, value: Any) -> Any:
 
 
 def _check(path: Path, crawl: Crawl) -> None:
-    """trawl.config._validate_airflow's checks, and a crawl root (which the
+    """trawl.config.validate._validate_airflow's checks, and a crawl root (which the
     DAG needs and trawl's jobs take from --crawl)."""
     problems = []
     if not crawl.crawl_root:

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.config import load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.session import build_spark
 from trawl.store.tables import read_segment_table
 from trawl.testweb import TestWeb, WebModel, politeness_audit
@@ -92,9 +91,9 @@ def main() -> None:
             spark = build_spark(cfg)
             root = str(out / "crawl")
             at = datetime(2026, 11, 30, tzinfo=UTC)
-            run_inject(StageContext(spark, cfg, root, "inject", at), [str(web.seeds_file)])
+            run_inject(JobContext(spark, cfg, root, "inject", at), [str(web.seeds_file)])
             for i in range(args.cycles):
-                ctx = StageContext(
+                ctx = JobContext(
                     spark, cfg, root, segment_id(at + timedelta(hours=i)), at + timedelta(hours=i)
                 )
                 run_generate(ctx)

@@ -45,8 +45,7 @@ from bench_politeness import append_line, commit, machine
 from pyspark.sql import SparkSession
 
 from trawl.config import Config, load_config
-from trawl.runner import run_dedup, run_fetch, run_generate, run_inject, run_updatedb
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_dedup, run_fetch, run_generate, run_inject, run_updatedb
 from trawl.store.session import build_spark
 from trawl.store.tables import read_table
 from trawl.testweb import TestWeb, WebModel
@@ -104,7 +103,7 @@ def settings(hosts_file: Path, method: str) -> list[str]:
 
 
 def crawl(spark: SparkSession, cfg: Config, root: str, seeds: Path) -> dict[str, Any]:
-    ctx = StageContext(spark, cfg, root, SEGMENT, AT)
+    ctx = JobContext(spark, cfg, root, SEGMENT, AT)
     run_inject(ctx, [str(seeds)])
     run_generate(ctx)
     got = run_fetch(ctx)
@@ -158,7 +157,7 @@ def score(predicted: set[tuple[str, str]], true: set[tuple[str, str]]) -> dict[s
 
 def evaluate(spark: SparkSession, cfg: Config, root: str, web: TestWeb) -> dict[str, Any]:
     started = time.monotonic()
-    result = run_dedup(StageContext(spark, cfg, root, SEGMENT, AT))
+    result = run_dedup(JobContext(spark, cfg, root, SEGMENT, AT))
     seconds = round(time.monotonic() - started, 1)
     predicted, fetched = predicted_pairs(spark, root)
     want = truth(web.model, web.port, fetched, cfg)

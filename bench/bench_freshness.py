@@ -80,10 +80,10 @@ from bench_politeness import append_line, commit, machine
 from pyspark.sql import SparkSession
 
 from trawl.config import load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
-from trawl.stages.generate import due_urls
-from trawl.store.policy import PolicyStore, RuleChange
+from trawl.crawldb.policy import RuleChange
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
+from trawl.stages.ranking import due_urls
+from trawl.store.policy import PolicyStore
 from trawl.store.session import build_spark
 from trawl.store.tables import read_table
 from trawl.testweb import EPOCH, TestWeb, WebModel
@@ -200,7 +200,7 @@ def block_robots_outages(root: str, model: WebModel) -> list[str]:
     return hosts
 
 
-def due_count(ctx: StageContext) -> int:
+def due_count(ctx: JobContext) -> int:
     """URLs generate may pick at ``ctx.at`` (generate's own filter)."""
     return due_urls(read_table(ctx.spark, ctx.root, "crawldb"), ctx).count()
 
@@ -214,7 +214,7 @@ def fetch_counts(got: dict[str, Any]) -> dict[str, int]:
     return {"success": ok, "notmodified": same, "other": sum(pages.values())}
 
 
-def run_cycle(ctx: StageContext, web: TestWeb, state: Path) -> dict[str, Any]:
+def run_cycle(ctx: JobContext, web: TestWeb, state: Path) -> dict[str, Any]:
     """generate -> fetch -> updatedb, resuming after the last phase ``state`` records
     (a re-run generate keeps its segment's picks, updatedb is idempotent)."""
     row = json.loads(state.read_text()) if state.exists() else {"seconds": 0.0}
@@ -253,14 +253,14 @@ def crawl_policy(
     full = load_config(None, [*common, f"generate.top_n={injected}"], environ={})
     recrawl = load_config(None, [*common, f"generate.top_n={budget}"], environ={})
     if not (folder / "blocked.json").exists():
-        run_inject(StageContext(spark, full, root, "inject", T0), [str(seeds)])
+        run_inject(JobContext(spark, full, root, "inject", T0), [str(seeds)])
         blocked = block_robots_outages(root, web.model)
         (folder / "blocked.json").write_text(json.dumps(blocked))
     done = folder / "cycles.jsonl"
     rows = [json.loads(line) for line in done.read_text().splitlines()] if done.exists() else []
     for i in range(len(rows), args.cycles + 1):
         at = T0 + i * DAY
-        ctx = StageContext(spark, full if i == 0 else recrawl, root, segment_id(at), at)
+        ctx = JobContext(spark, full if i == 0 else recrawl, root, segment_id(at), at)
         rows.append({"cycle": i, **run_cycle(ctx, web, folder / "cycle.json")})
         with done.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(rows[-1]) + "\n")

@@ -51,8 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.config import Config, load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.session import build_spark
 from trawl.testweb import TestWeb, WebModel, politeness_audit
 from trawl.testweb.audit import read_log
@@ -217,7 +216,7 @@ def _wait_cause(rec: dict[str, Any], model: WebModel) -> str:
     return "other"
 
 
-def run_cycle(ctx: StageContext) -> tuple[dict[str, Any], tuple[float, float]]:
+def run_cycle(ctx: JobContext) -> tuple[dict[str, Any], tuple[float, float]]:
     """generate -> fetch -> updatedb; the cycle's numbers and its fetch window."""
     began = time.time()
     gen = run_generate(ctx)
@@ -248,11 +247,11 @@ def crawl(args: argparse.Namespace, model: WebModel, web: TestWeb, out: Path) ->
     root = str(out / "crawl")
     seeds = out / "seeds.txt"
     injected = write_seeds(model, web, args.seeds, seeds)
-    run_inject(StageContext(spark, cfg, root, "inject", AT), [str(seeds)])
+    run_inject(JobContext(spark, cfg, root, "inject", AT), [str(seeds)])
     cycles, windows = [], []
     for i in range(args.cycles):
         at = AT + timedelta(hours=i)
-        row, window = run_cycle(StageContext(spark, cfg, root, segment_id(at), at))
+        row, window = run_cycle(JobContext(spark, cfg, root, segment_id(at), at))
         cycles.append(row)
         windows.append(window)
         print(json.dumps(row), flush=True)

@@ -17,7 +17,7 @@ hosts each), hostdb one row per host (a fresh robots.txt, an address shared
 by five hosts) and domainlinks a link graph that gives domains budgets of 20
 to 1,000 pages. Rows are built with Spark SQL expressions from
 ``spark.range``; ``url_fp``, ``host_bucket`` and ``domain`` come from the
-Python functions updatedb recomputes for new links (``trawl.url.normalize``; a
+Python functions updatedb recomputes for new links (``trawl.url.keys``; a
 pandas UDF for url_fp, a Python-built host table for the others), and a
 sample of rows is checked against them (the run stops if one differs).
 crawldb is written one file per host bucket, the layout a MERGE leaves
@@ -72,14 +72,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 
 from trawl.config import Config, load_config
-from trawl.runner import run_generate, run_updatedb, segment_id
-from trawl.stages.common import StageContext, sql_in
+from trawl.runner import JobContext, run_generate, run_updatedb, segment_id
+from trawl.stages.common import sql_in
 from trawl.stages.traps import one_per_url
 from trawl.stages.updatedb import admitted_links, discovered_links, link_sources, look_up
 from trawl.store.schemas import CRAWLDB_SCHEMA, DOMAINLINKS_SCHEMA, FETCH_SCHEMA, HOSTDB_SCHEMA
 from trawl.store.session import build_spark
 from trawl.store.tables import ensure_all, read_segment_table, read_table, table_path
-from trawl.url.normalize import host_bucket, host_of, normalize, registered_domain, url_fingerprint
+from trawl.url.keys import host_bucket, host_of, registered_domain, url_fingerprint
+from trawl.url.normalize import normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "scale.jsonl"
@@ -116,7 +117,7 @@ def parse_args() -> argparse.Namespace:
 
 def config(args: argparse.Namespace) -> Config:
     # one local JVM does the executors' work on millions of rows: the JVM's
-    # own tiered JIT, as executors on a cluster have (README, "The driver's JIT")
+    # own tiered JIT, as executors on a cluster have (docs/scale.md, "The driver's JIT")
     extra = [f"spark.conf.spark.driver.memory={args.driver_memory}", "spark.driver_jit=tiered"]
     if not args.deletion_vectors:
         extra.append("crawl.deletion_vectors_min_mb=-1")
@@ -301,7 +302,7 @@ def host_table(spark: SparkSession, cfg: Config, hosts: int) -> DataFrame:
 def fingerprint_col(url: Column) -> Column:
     @pandas_udf("long")  # type: ignore[call-overload, untyped-decorator]
     def fingerprint(urls: pd.Series) -> pd.Series:
-        from trawl.url.normalize import url_fingerprint as fp
+        from trawl.url.keys import url_fingerprint as fp
 
         return pd.Series([fp(u) for u in urls], dtype="int64")
 
@@ -663,7 +664,7 @@ def timed(mem: TreeMemory, spark: SparkSession, phase: str, fn: Any) -> tuple[An
     return result, wall, mem.peak_mb()
 
 
-def new_url_detection(ctx: StageContext, mem: TreeMemory) -> dict[str, Any]:
+def new_url_detection(ctx: JobContext, mem: TreeMemory) -> dict[str, Any]:
     """updatedb's links admitted (timed), then the anti-join alone (timed)."""
     spark, root = ctx.spark, ctx.root
     fetch = read_segment_table(spark, root, ctx.segment, "fetch")
@@ -672,7 +673,7 @@ def new_url_detection(ctx: StageContext, mem: TreeMemory) -> dict[str, Any]:
     sources = link_sources(fetch, crawldb.filter(f"host_bucket IN {sql_in(buckets)}"))
 
     def admit() -> tuple[DataFrame, int, int]:
-        candidates = admitted_links(discovered_links(sources), ctx, {}).cache()
+        candidates = admitted_links(discovered_links(sources), ctx.stage, {}).cache()
         links = candidates.count()
         admitted = one_per_url(candidates.filter(F.col("rejected").isNull())).cache()
         return admitted, links, admitted.count()
@@ -700,7 +701,7 @@ def new_url_detection(ctx: StageContext, mem: TreeMemory) -> dict[str, Any]:
 
 
 def merged(
-    mem: TreeMemory, ctx: StageContext, phase: str, job: Any, facts: list[str]
+    mem: TreeMemory, ctx: JobContext, phase: str, job: Any, facts: list[str]
 ) -> dict[str, Any]:
     """Run a job that MERGEs into crawldb (and hostdb): time, peak memory,
     the facts of its result, and what the MERGEs wrote against crawldb's size."""
@@ -729,15 +730,13 @@ def run_size(
         mem, spark, "synthesise", lambda: synthesise(spark, cfg, root, n, args.hosts)
     )
     if synth["sample_mismatches"]:
-        raise SystemExit(
-            f"{synth['sample_mismatches']} sampled rows differ from trawl.url.normalize"
-        )
+        raise SystemExit(f"{synth['sample_mismatches']} sampled rows differ from trawl.url.keys")
     out: dict[str, Any] = {"urls": n, "synthesise_s": synth_s, "synthesise_peak_mb": synth_mb}
     out["crawldb"] = synth
-    gen_ctx = StageContext(spark, cfg, root, segment_id(T0), T0)
+    gen_ctx = JobContext(spark, cfg, root, segment_id(T0), T0)
     out["generate"] = merged(mem, gen_ctx, "generate", run_generate, ["urls", "hosts"])
     at = T0 + timedelta(hours=1)
-    upd_ctx = StageContext(spark, cfg, root, segment_id(at), at)
+    upd_ctx = JobContext(spark, cfg, root, segment_id(at), at)
     pages = fetch_frame(spark, root, n, args.segment_urls, args.hosts, args.outlinks)
     pages.write.format("delta").mode("overwrite").save(f"{root}/segments/{upd_ctx.segment}/fetch")
     out["detect"] = new_url_detection(upd_ctx, mem)

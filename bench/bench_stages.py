@@ -37,6 +37,7 @@ from bench_politeness import append_line, commit, machine
 
 from trawl.config import load_config
 from trawl.runner import (
+    JobContext,
     run_dedup,
     run_events,
     run_fetch,
@@ -45,7 +46,6 @@ from trawl.runner import (
     run_updatedb,
     segment_id,
 )
-from trawl.stages.common import StageContext
 from trawl.store.session import build_spark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,11 +145,11 @@ def crawl(args: argparse.Namespace, web: Web, work: Path) -> list[dict[str, Any]
         print(f"[stages] {name}: {walls[-1][1]:.1f} s", file=sys.stderr, flush=True)
         return got
 
-    stage("inject", lambda: run_inject(StageContext(spark, cfg, root, "inject", AT),
+    stage("inject", lambda: run_inject(JobContext(spark, cfg, root, "inject", AT),
                                        [web.info["seeds_file"]]))  # fmt: skip
     for i in range(args.cycles):
         at = AT + timedelta(hours=i)
-        ctx = StageContext(spark, cfg, root, segment_id(at), at)
+        ctx = JobContext(spark, cfg, root, segment_id(at), at)
         if not stage(f"c{i + 1}.generate", partial(run_generate, ctx))["urls"]:
             break
         for name, run in (("fetch", run_fetch), ("updatedb", run_updatedb),

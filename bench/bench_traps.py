@@ -53,8 +53,7 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
 from trawl.crawldb.budgets import path_pattern
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.session import build_spark
 from trawl.store.tables import read_segment_table, read_table
 from trawl.store.views import register_views
@@ -195,11 +194,11 @@ def main() -> int:
             spark = build_spark(cfg)
             root = str(out / "crawl")
             seeds = web.seeds_file.read_text().split()
-            run_inject(StageContext(spark, cfg, root, segment_id(T0), T0), [str(web.seeds_file)])
+            run_inject(JobContext(spark, cfg, root, segment_id(T0), T0), [str(web.seeds_file)])
             cycles = []
             for day in range(args.cycles):
                 at = T0 + timedelta(days=day)
-                ctx = StageContext(spark, cfg, root, segment_id(at), at)
+                ctx = JobContext(spark, cfg, root, segment_id(at), at)
                 t = time.time()
                 run_generate(ctx)
                 run_fetch(ctx)

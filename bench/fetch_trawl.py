@@ -51,8 +51,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.session import build_spark, spark_conf
 from trawl.store.tables import read_segment_table, read_table
 from trawl.testweb.crawlergaps import request_timing, write_timings
@@ -94,7 +93,7 @@ def settings(args: argparse.Namespace, hosts_file: str) -> list[str]:
     ]
 
 
-def segment_pages(ctx: StageContext) -> dict[str, int]:
+def segment_pages(ctx: JobContext) -> dict[str, int]:
     """HTML pages answered 200, and requests made (robots.txt included), of a segment."""
     rows = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
     html = F.lower(F.coalesce(F.col("content_type"), F.lit(""))).startswith("text/html")
@@ -147,7 +146,7 @@ def progress(what: str) -> None:
     print(f"[fetch_trawl {time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
 
 
-def run_cycle(ctx: StageContext, peak: proctree.PeakMemory) -> dict[str, Any]:
+def run_cycle(ctx: JobContext, peak: proctree.PeakMemory) -> dict[str, Any]:
     """generate -> fetch -> updatedb; the cycle's numbers (fetch measured apart)."""
     began = time.monotonic()
     gen = run_generate(ctx)
@@ -180,12 +179,12 @@ def crawl(args: argparse.Namespace, cfg: Config, seeds: str, peak: proctree.Peak
     root = str(args.crawl)
     meter = Meter()
     progress("session up")
-    run_inject(StageContext(spark, cfg, root, "inject", AT), [seeds])
+    run_inject(JobContext(spark, cfg, root, "inject", AT), [seeds])
     progress("injected")
     cycles = []
     for i in range(args.max_cycles):
         at = AT + timedelta(hours=i)
-        cycles.append(run_cycle(StageContext(spark, cfg, root, segment_id(at), at), peak))
+        cycles.append(run_cycle(JobContext(spark, cfg, root, segment_id(at), at), peak))
         fetched = {k: v for k, v in cycles[-1].get("fetch", {}).items() if k != "counters"}
         print(json.dumps(cycles[-1] | {"fetch": fetched}), flush=True)
         if not cycles[-1]["generated"]:

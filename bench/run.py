@@ -1,4 +1,4 @@
-"""Run the benchmarks, then write their summary table into README.md.
+"""Run the benchmarks, then write their summary table into docs/benchmarks.md.
 
     .venv/bin/python bench/run.py                  # every benchmark, one after another
     .venv/bin/python bench/run.py --only scale fetch
@@ -9,7 +9,7 @@ line with the machine's facts (cores, memory, load, versions) to
 ``bench/results/<name>.jsonl``; this runner starts them in turn, each in a
 fresh process with the default full-size arguments below, and stops at the
 first that fails unless ``--keep-going``. The table between the
-``bench:begin`` and ``bench:end`` markers of README.md is then rebuilt from
+``bench:begin`` and ``bench:end`` markers of docs/benchmarks.md is then rebuilt from
 the newest full (non-smoke) line of each file, so a row always names the
 commit and date it was measured at. Full runs take long on 2 cores (scale
 alone is about an hour); run them on a quiet machine: several of the
@@ -29,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-README = ROOT / "README.md"
+BENCH_DOC = ROOT / "docs" / "benchmarks.md"  # the page that holds the table
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 # name -> the script's arguments for the full run, in the order they run
@@ -194,13 +194,14 @@ def table() -> str:
     return "\n".join(lines)
 
 
-def write_table(readme: Path = README) -> None:
-    text = readme.read_text()
+def write_table(doc: Path = BENCH_DOC) -> None:
+    """Replace what lies between the markers of ``doc`` with a fresh table."""
+    text = doc.read_text()
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"{readme}: the {BEGIN} ... {END} markers are missing")
+        raise SystemExit(f"{doc}: the {BEGIN} ... {END} markers are missing")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
+    doc.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
 
 
 def main() -> int:

@@ -20,8 +20,7 @@ from pyspark.testing import assertDataFrameEqual
 from warcio.archiveiterator import ArchiveIterator
 
 from trawl.config import Config, load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
@@ -39,9 +38,9 @@ class Crawl:
     segments: list[str]
     results: list[dict[str, Any]]
 
-    def ctx(self, i: int) -> StageContext:
+    def ctx(self, i: int) -> JobContext:
         at = AT + timedelta(hours=i)
-        return StageContext(self.spark, self.cfg, self.root, segment_id(at), at)
+        return JobContext(self.spark, self.cfg, self.root, segment_id(at), at)
 
 
 @pytest.fixture(scope="module")

@@ -59,8 +59,7 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
 
 def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> int:
     from trawl.report import emit
-    from trawl.runner import run_cycles, run_inject, run_stats, say, segment_id
-    from trawl.stages.common import StageContext
+    from trawl.runner import JobContext, run_cycles, run_inject, run_stats, say, segment_id
     from trawl.store.session import build_spark
     from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
@@ -83,7 +82,7 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
         ccfg = crawl_config(cfg, web.hosts_file, overrides)
         spark = build_spark(ccfg)
         at = datetime.now(UTC).replace(microsecond=0)
-        ctx = StageContext(spark, ccfg, root, segment_id(at), at)
+        ctx = JobContext(spark, ccfg, root, segment_id(at), at)
         emit([run_inject(ctx, [str(web.seeds_file)])], False, "inject")
         per_cycle = run_cycles(ctx, cycles, timedelta(hours=1))
     emit(per_cycle, False, "cycles")

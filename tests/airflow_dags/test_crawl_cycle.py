@@ -40,8 +40,7 @@ from typing import Any
 import pytest
 
 from trawl.config import AirflowConfig, ConfigError, load_config
-from trawl.runner import run_inject, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_inject, segment_id
 from trawl.store.lease import LEASE_FILE
 from trawl.store.tables import check_segment_id, read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
@@ -323,9 +322,7 @@ def dag_run(
         root = out / "crawl"
         config = write_crawl_config(out / "news.toml", root, web)
         cfg = load_config(config, environ={})
-        injected = run_inject(
-            StageContext(spark, cfg, str(root), SEGMENT, AT), [str(web.seeds_file)]
-        )
+        injected = run_inject(JobContext(spark, cfg, str(root), SEGMENT, AT), [str(web.seeds_file)])
         assert injected["accepted"] == 4
         env = airflow_env(out / "airflow", str(config))
         run_airflow([str(airflow_bin / "airflow"), "db", "migrate"], env, out / "migrate.log")

@@ -8,7 +8,7 @@ import pytest
 
 from trawl.config import Config, load_config
 from trawl.crawldb.admission import SeedError, SeedLine, admit, parse_seed_line, url_filter
-from trawl.url import normalize as urlnorm
+from trawl.url.keys import host_bucket, url_fingerprint
 
 AT = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 CFG = Config()
@@ -88,11 +88,11 @@ def test_admit_normalises_and_fills_the_keys(raw: str, url: str, host: str, doma
     assert reason is None
     assert row is not None
     assert row["url"] == url
-    assert row["url_fp"] == urlnorm.url_fingerprint(url)
+    assert row["url_fp"] == url_fingerprint(url)
     assert -(2**63) <= row["url_fp"] < 2**63
     assert row["host"] == host
     assert 0 <= row["host_bucket"] < CFG.crawl.host_buckets
-    assert row["host_bucket"] == urlnorm.host_bucket(host, CFG.crawl.host_buckets)
+    assert row["host_bucket"] == host_bucket(host, CFG.crawl.host_buckets)
     assert row["domain"] == domain
 
 

@@ -54,7 +54,8 @@ from trawl.fetch.rules import probe_due
 from trawl.fetch.task import run_fetch_task
 from trawl.parse.html import parse_page
 from trawl.testweb import TestWeb, WebModel, traps
-from trawl.url import normalize as urlnorm
+from trawl.url.keys import host_bucket, url_fingerprint
+from trawl.url.normalize import normalize
 
 MIN_GAP = 0.05
 TOLERANCE = 0.005  # the server's clock readings against the scheduler's
@@ -243,7 +244,7 @@ class Crawl:
         return f"http://{host}:{self.port}"
 
     def page(self, host: str, path: str) -> dict[str, Any]:
-        url = urlnorm.normalize(self.origin(host) + path)
+        url = normalize(self.origin(host) + path)
         (row,) = [r for r in self.rows if r["kind"] == "page" and r["url"] == url]
         return row
 
@@ -288,10 +289,10 @@ def items(port: int, hosts: list[str]) -> list[dict[str, Any]]:
     out = []
     for host in hosts:
         for path in PATHS[host]:
-            url = urlnorm.normalize(f"http://{host}:{port}{path}")
+            url = normalize(f"http://{host}:{port}{path}")
             item: dict[str, Any] = {
-                "url": url, "url_fp": urlnorm.url_fingerprint(url), "host": host,
-                "host_bucket": urlnorm.host_bucket(host, 8), "task": 0, "depth": 1,
+                "url": url, "url_fp": url_fingerprint(url), "host": host,
+                "host_bucket": host_bucket(host, 8), "task": 0, "depth": 1,
                 "etag": None, "last_modified": None, "delay_s": None, "crawl_delay_s": None,
                 "robots_url": None, "robots_status": None, "robots_http_status": None,
                 "robots_body": None, "robots_fetched_at": None,
@@ -846,9 +847,9 @@ def test_the_testwebs_soft404_hosts_are_found_out(tmp_path: Path) -> None:
             host = traps.TRAP_HOSTS[kind]
             redirects = traps.SOFT404_MOVED if kind == "soft404_redirect" else {}
             for path in (*traps.real_paths(kind), *traps.SOFT404_DEAD_LINKS, *redirects):
-                urls.append((host, urlnorm.normalize(f"http://{host}:{web.port}{path}")))
+                urls.append((host, normalize(f"http://{host}:{web.port}{path}")))
         fetch_items = [
-            {"url": url, "url_fp": urlnorm.url_fingerprint(url), "host": host,
+            {"url": url, "url_fp": url_fingerprint(url), "host": host,
              "host_bucket": 0, "task": 0, "depth": 1}
             for host, url in urls
         ]  # fmt: skip

@@ -33,13 +33,14 @@ from trawl.fetch.task import run_fetch_task
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import short_gaps
 from trawl.testweb.crawlergaps import crawler_gap_check, request_timing
-from trawl.url import normalize as urlnorm
+from trawl.url.keys import host_of, registered_domain
+from trawl.url.normalize import normalize
 
 SEED = 34  # the module web of test_fetchtask: 12 hosts on 3 addresses
 
 
 def scope_of(hosts: set[str], owners: Mapping[str, int], tasks: int = 2) -> NewHostScope:
-    domains = frozenset(urlnorm.registered_domain(h) for h in hosts)
+    domains = frozenset(registered_domain(h) for h in hosts)
     return NewHostScope(frozenset(hosts), domains, dict(owners), tasks)
 
 
@@ -128,7 +129,7 @@ def linked_by_neighbours(model: WebModel, hosts: list[str]) -> str:
     """Of ``hosts``, the one most linked to from the others' homepages."""
     links = {
         h: sum(
-            urlnorm.host_of(url) == h and not nofollow
+            host_of(url) == h and not nofollow
             for other in hosts
             if other != h and model.host(other).robots_status == 200
             for url, nofollow in model.page_links(other, "/", 80)
@@ -196,7 +197,7 @@ def test_two_tasks_start_new_hosts_by_address_politely(tmp_path: Path, claims: b
     assert known_domain not in served and blocked not in served
     for host in (known_domain, blocked):  # though a task met links to them
         assert any(
-            urlnorm.host_of(link["url"]) == host
+            host_of(link["url"]) == host
             for r in out[0] + out[1]
             if r["kind"] == "page" and r["outcome"] == "success"
             for link in r["outlinks"] or ()
@@ -215,7 +216,7 @@ def test_two_tasks_start_new_hosts_by_address_politely(tmp_path: Path, claims: b
     seeds = sorted(i["url"] for i in homes if i["host"] in listed[0] | listed[1])
     reachable = {f"http://{h}:{port}{p}" for h, p in model.reachable(seeds, AGENT)}
     answered = {u for u, r in rows.items() if r.get("http_status") is not None}
-    assert answered <= {urlnorm.normalize(u) for u in reachable}
+    assert answered <= {normalize(u) for u in reachable}
     requested = {r["host"] for r in read_log(web.access_log)}
     assert known_domain not in requested and blocked not in requested
     audit = politeness_audit(web.access_log, MIN_GAP, model=model)

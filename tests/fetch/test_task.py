@@ -28,7 +28,8 @@ from trawl.fetch.task import ROBOTS_ATTEMPTS, run_fetch_task
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps
 from trawl.testweb.model import make_url
-from trawl.url import normalize as urlnorm
+from trawl.url.keys import host_bucket, host_of, url_fingerprint
+from trawl.url.normalize import normalize
 
 SEED = 34  # 12 hosts / 3 IPs: one 5xx robots.txt, no slow host, no Crawl-delay
 MIN_GAP = 0.05
@@ -63,13 +64,13 @@ def items_for(model: WebModel, port: int) -> list[dict[str, Any]]:
         for page in host.pages:
             # every page of the model, its session-id URLs too (which the
             # crawl's normaliser would fold into their originals)
-            url = urlnorm.normalize(f"http://{host.name}:{port}{page.path}", session_params=())
+            url = normalize(f"http://{host.name}:{port}{page.path}", session_params=())
             out.append(
                 {
                     "url": url,
-                    "url_fp": urlnorm.url_fingerprint(url),
+                    "url_fp": url_fingerprint(url),
                     "host": host.name,
-                    "host_bucket": urlnorm.host_bucket(host.name, 8),
+                    "host_bucket": host_bucket(host.name, 8),
                     "task": 0,
                     "depth": 1,
                     "etag": None,
@@ -128,9 +129,7 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
 
     # every outcome as the model says
     got = {u: r["outcome"] for u, r in by_url.items()}
-    want = {
-        u: expected_outcome(model, urlnorm.host_of(u), "/" + u.split("/", 3)[3]) for u in by_url
-    }
+    want = {u: expected_outcome(model, host_of(u), "/" + u.split("/", 3)[3]) for u in by_url}
     assert got == want
     assert set(got.values()) >= {"success", "gone", "retry", "redir_perm", "robots_denied"}
     assert "deferred" in got.values()
@@ -201,9 +200,7 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
         assert page is not None
         if row["outcome"] == "redir_perm":
             assert row["http_status"] == 301
-            assert row["redirect_to"] == urlnorm.normalize(
-                f"http://{host}:{port}{page.redirect_to}"
-            )
+            assert row["redirect_to"] == normalize(f"http://{host}:{port}{page.redirect_to}")
         elif row["outcome"] == "gone":
             assert row["http_status"] in (404, 410)
         elif row["outcome"] == "retry":
@@ -216,11 +213,11 @@ def test_fetch_task_crawls_the_test_web_politely(model: WebModel, tmp_path: Path
         assert len(row["content_sha256"]) == 64
         assert row["warc_file"] and row["warc_offset"] >= 0 and row["warc_length"] > 0
         host, path = row["host"], "/" + row["url"].split("/", 3)[3]
-        links = {urlnorm.normalize(u) for u, _ in model.page_links(host, path, port)}
+        links = {normalize(u) for u, _ in model.page_links(host, path, port)}
         outlinks = {o["url"] for o in row["outlinks"]}
         assert outlinks == links - {row["url"]}, row["url"]
         for link in outlinks:
-            assert link == urlnorm.normalize(link)
+            assert link == normalize(link)
             assert link.startswith("http://")
         assert row["title"] == model.host(host).page(path).title  # type: ignore[union-attr]
     assert {r["warc_file"] for r in successes} == {"trawl-seg1-00000-00000.warc.gz"}
@@ -590,7 +587,7 @@ def test_redirects_are_followed_on_the_same_task_when_configured(
         followed = list(run_fetch_task(items, config(web, "fetch.follow_redirects=1"),
                                        "seg1", 0, None, 60))  # fmt: skip
         recorded = list(run_fetch_task(items, config(web), "seg2", 0, None, 60))
-    targets = {urlnorm.normalize(f"http://{h}:{web.port}{p.redirect_to}") for h, p in sources}
+    targets = {normalize(f"http://{h}:{web.port}{p.redirect_to}") for h, p in sources}
     got = page_rows(followed)
     assert targets <= set(got)
     assert {got[t]["outcome"] for t in targets} == {"success"}
@@ -674,9 +671,7 @@ def test_copies_and_304s_are_archived_as_revisits(tmp_path: Path) -> None:
     records = warc_by_type(tmp_path / "w1")
     responses = {h["WARC-Record-ID"]: h for h, _ in records["response"]}
     by_uri = {h["WARC-Target-URI"]: h for h, _ in records["response"] + records["revisit"]}
-    copies = [
-        [urlnorm.normalize(u, session_params=()) for u in g] for g in model.exact_copies(web.port)
-    ]
+    copies = [[normalize(u, session_params=()) for u in g] for g in model.exact_copies(web.port)]
     revisited = 0
     for urls in copies:
         kinds = [by_uri[u]["WARC-Type"] for u in urls]
@@ -742,7 +737,7 @@ def followable(row: dict[str, Any], hosts: set[str]) -> set[str]:
     return {
         link["url"]
         for link in row.get("outlinks") or []
-        if not link["nofollow"] and "?" not in link["url"] and urlnorm.host_of(link["url"]) in hosts
+        if not link["nofollow"] and "?" not in link["url"] and host_of(link["url"]) in hosts
     }
 
 
@@ -763,7 +758,7 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
     assert set(by_url) == homes | set(followed)
 
     def robots_allow(url: str) -> bool:
-        host, path = urlnorm.host_of(url), "/" + url.split("/", 3)[3]
+        host, path = host_of(url), "/" + url.split("/", 3)[3]
         info = model.host(host)
         return (
             info is not None
@@ -782,7 +777,7 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
             assert row.get("http_status") is None  # no request (robots_audit below)
 
     def robots_5xx(url: str) -> bool:
-        info = model.host(urlnorm.host_of(url))
+        info = model.host(host_of(url))
         return info is not None and info.robots_status >= 500
 
     denied_here = deferred_here = 0
@@ -792,9 +787,7 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
             # without a request, denied or deferred with its stopped host
             assert followable(row, hosts) <= set(by_url), row["url"]
             unreachable = {
-                u
-                for u in followable(row, hosts)
-                if model.host(urlnorm.host_of(u)).robots_status >= 500
+                u for u in followable(row, hosts) if model.host(host_of(u)).robots_status >= 500
             }
             for u in unreachable:
                 got = by_url[u]
@@ -805,14 +798,14 @@ def test_links_are_followed_within_the_segment(model: WebModel, tmp_path: Path) 
             refused = {
                 u
                 for u in followable(row, hosts)
-                if urlnorm.host_of(u) == row["host"] and not robots_allow(u)
+                if host_of(u) == row["host"] and not robots_allow(u)
             }
             assert {u for u in refused if by_url[u]["outcome"] == "robots_denied"} == refused
             denied_here += len(refused)
     assert denied_here and deferred_here  # the web has such links: the rules were exercised
     reachable = {f"http://{h}:{port}{p}" for h, p in model.reachable(sorted(homes), AGENT)}
     answered = {u for u, r in by_url.items() if r.get("http_status") is not None}
-    assert answered <= {urlnorm.normalize(u) for u in reachable}
+    assert answered <= {normalize(u) for u in reachable}
     audit = politeness_audit(web.access_log, MIN_GAP, model=model)
     assert audit.hosts_with_overlap == 0 and audit.max_in_flight_per_ip <= 1
     assert audit.gaps_below_min == 0, audit
@@ -832,10 +825,8 @@ def test_following_keeps_to_the_room_the_depth_and_the_known_urls(
         open_rows = page_rows(one_step)
         first = next(u for u, r in open_rows.items() if r["linked_from"] is None and any(
             x["linked_from"] == u for x in open_rows.values()))  # fmt: skip
-        host = urlnorm.host_of(first)
-        known = [
-            urlnorm.url_fingerprint(u) for u, r in open_rows.items() if r["linked_from"] == first
-        ]
+        host = host_of(first)
+        known = [url_fingerprint(u) for u, r in open_rows.items() if r["linked_from"] == first]
         items = [
             {**i, "follow_known": known} if i["url"] == first else i
             for i in home_items(model, port, quota=2)
@@ -847,7 +838,7 @@ def test_following_keeps_to_the_room_the_depth_and_the_known_urls(
     # each host's room bounds the links it queues (a link its robots.txt copy
     # disallows is recorded as denied unqueued, and takes none)
     by_host = Counter(
-        urlnorm.host_of(u)
+        host_of(u)
         for u, r in open_rows.items()
         if r["linked_from"] and r["outcome"] != "robots_denied"
     )
@@ -856,7 +847,7 @@ def test_following_keeps_to_the_room_the_depth_and_the_known_urls(
     assert all(open_rows[r["linked_from"]]["linked_from"] is None
                for r in open_rows.values() if r["linked_from"])  # fmt: skip
     assert {r["linked_from"] for r in open_rows.values()} - {None} <= {i["url"] for i in items}
-    refetched = {u for u, r in again.items() if r["linked_from"] and urlnorm.host_of(u) == host}
+    refetched = {u for u, r in again.items() if r["linked_from"] and host_of(u) == host}
     assert not refetched & {u for u, r in open_rows.items() if r["linked_from"] == first}
     # off (fetch.follow_depth = 0): the fetch list only
     assert set(off) == {i["url"] for i in items}
@@ -879,12 +870,12 @@ def test_a_link_to_a_host_stopped_in_the_task_is_deferred_with_it(tmp_path: Path
             if model.expected_status(h.name, p.path) == 200
             and not model.is_disallowed(h.name, p.path, AGENT)
             for url, nofollow in model.page_links(h.name, p.path, port)
-            if not nofollow and "?" not in url and urlnorm.host_of(url) != h.name
-            and (model.host(urlnorm.host_of(url)) or h).robots_status >= 500
+            if not nofollow and "?" not in url and host_of(url) != h.name
+            and (model.host(host_of(url)) or h).robots_status >= 500
             and not url.endswith(f":{port}/")
         )  # fmt: skip
-        source, target = urlnorm.normalize(source), urlnorm.normalize(target)
-        stopped = urlnorm.host_of(target)
+        source, target = normalize(source), normalize(target)
+        stopped = host_of(target)
         later = datetime.now(UTC) + timedelta(seconds=3)  # after the 5xx host is stopped
         items = []
         for item in items_for(model, port):
@@ -922,11 +913,11 @@ def test_links_of_hosts_without_room_are_left_to_updatedb(
     # the homepages do link to pages their robots.txt disallows
     hosts = {h.name for h in model.hosts}
     assert any(
-        model.is_disallowed(urlnorm.host_of(u), "/" + u.split("/", 3)[3], AGENT)
+        model.is_disallowed(host_of(u), "/" + u.split("/", 3)[3], AGENT)
         for r in by_url.values()
         if r["outcome"] == "success"
         for u in followable(r, hosts)
-        if urlnorm.host_of(u) == r["host"]
+        if host_of(u) == r["host"]
     )
 
 

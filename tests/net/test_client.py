@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import gzip
-import pickle
 import shutil
 import socket
 import socketserver
@@ -21,13 +20,9 @@ import brotli
 import pytest
 
 from trawl.net import client as httpclient
-from trawl.net.client import (
-    FetchError,
-    HttpClient,
-    HttpResponse,
-    parse_target,
-    user_agent_string,
-)
+from trawl.net.client import HttpClient
+from trawl.net.request import DEFAULT_ACCEPT
+from trawl.net.response import FetchError, HttpResponse
 
 UA = "trawl-test/0.1 (+http://example.invalid/bot)"
 TEXT = b"<html><body>" + b"hello trawl " * 500 + b"</body></html>"
@@ -410,7 +405,7 @@ def test_request_head_is_exactly_what_the_server_received(
             f"GET /echo?q=%2f&name=caf%C3%A9 HTTP/1.1\r\n"
             f"Host: test.example:{server.port}\r\n"
             f"User-Agent: {UA}\r\n"
-            f"Accept: {httpclient.DEFAULT_ACCEPT}\r\n"
+            f"Accept: {DEFAULT_ACCEPT}\r\n"
             f"Accept-Encoding: gzip, deflate, br\r\n"
             f'If-None-Match: "abc"\r\n'
             f"If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT\r\n"
@@ -571,15 +566,6 @@ def test_minimum_transfer_rate_spares_a_fast_body(server: Server) -> None:
         resp = fetch(c, server, "/big")
     assert resp.truncated is None
     assert len(resp.raw_body) == 200_000
-
-
-def test_transfer_rate_is_judged_over_the_last_window() -> None:
-    rate = httpclient._TransferRate(100, 1.0, started=0.0)
-    assert not rate.too_slow(10, 0.5)  # slow, but not a whole window read yet
-    assert not rate.too_slow(1000, 1.0)  # 1000 bytes in the first second
-    assert not rate.too_slow(1100, 1.5)  # 1100 - 10 bytes over the last second or so
-    assert rate.too_slow(1110, 2.5)  # 1110 - 1000 over the last 1.5 s: 73 bytes/s
-    assert not httpclient._TransferRate(0, 1.0, started=0.0).too_slow(0, 100.0)  # disabled
 
 
 @pytest.mark.parametrize(
@@ -802,44 +788,6 @@ def test_https_rejects_an_untrusted_certificate(tls_server: Server) -> None:
     with HttpClient(UA, connect_timeout_s=1) as c, pytest.raises(FetchError) as info:
         c.get(f"https://test.example:{tls_server.port}/echo", "127.0.0.1")
     assert info.value.kind == "tls"
-
-
-# -- pure helpers ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("given", "scheme", "port", "authority", "target"),
-    [
-        ("http://Example.COM:80/a b?x=1#f", "http", 80, "example.com", "/a%20b?x=1"),
-        ("HTTPS://example.com", "https", 443, "example.com", "/"),
-        ("https://[2001:db8::1]:8443/p?", "https", 8443, "[2001:db8::1]:8443", "/p?"),
-        ("http://user:pw@example.com:8080?q", "http", 8080, "example.com:8080", "/?q"),
-    ],
-)
-def test_parse_target(given: str, scheme: str, port: int, authority: str, target: str) -> None:
-    t = parse_target(given)
-    assert (t.scheme, t.port, t.authority, t.request_target) == (scheme, port, authority, target)
-
-
-@pytest.mark.parametrize("bad", ["ftp://example.com/", "http:///path", "http://example.com:99999/"])
-def test_parse_target_rejects(bad: str) -> None:
-    with pytest.raises(FetchError) as info:
-        parse_target(bad)
-    assert info.value.kind == "invalid_url"
-
-
-def test_user_agent_string() -> None:
-    assert user_agent_string("trawl", "0.1.0", "http://contact") == "trawl/0.1.0 (+http://contact)"
-    assert user_agent_string("trawl", "0.1.0", None) == "trawl/0.1.0"
-    with pytest.raises(ValueError):
-        user_agent_string("my bot", "1", None)
-    with pytest.raises(ValueError):
-        user_agent_string("trawl", "1", "http://x/(y)")
-
-
-def test_fetch_error_pickles_and_reads_well() -> None:
-    copy = pickle.loads(pickle.dumps(FetchError("timeout", "read timed out")))
-    assert (copy.kind, str(copy)) == ("timeout", "read timed out")
 
 
 def test_ip_must_be_an_address(client: HttpClient) -> None:

@@ -99,13 +99,12 @@ def first_segment(
 ) -> tuple[str, Any, dict[str, Any]]:
     """One crawl for the module (dedup jobs are slow to start): the tests
     below read it, and the last two run further jobs on it, in file order."""
-    from trawl.runner import run_dedup
-    from trawl.stages.common import StageContext
+    from trawl.runner import JobContext, run_dedup
 
     cfg = load_config(None, [], environ={})
     root = str(tmp_path_factory.mktemp("dedup") / "crawl")
     write_crawl(spark, root, cfg, PAGES, S1, T1, fresh=True)
-    result = run_dedup(StageContext(spark, cfg, root, S1, T1))
+    result = run_dedup(JobContext(spark, cfg, root, S1, T1))
     return root, cfg, result
 
 
@@ -154,12 +153,11 @@ def test_links_only_a_duplicate_gave_are_not_followed(
 def test_events_carry_duplicate_of_and_warc_refs_once(
     spark: Any, first_segment: tuple[str, Any, dict[str, Any]]
 ) -> None:
-    from trawl.runner import run_events
-    from trawl.stages.common import StageContext
+    from trawl.runner import JobContext, run_events
     from trawl.store.tables import table_path
 
     root, cfg, _ = first_segment
-    ctx = StageContext(spark, cfg, root, S1, T1)
+    ctx = JobContext(spark, cfg, root, S1, T1)
     assert run_events(ctx) == {"segment": S1, "events/crawl.fetched": 5}
     path = table_path(root, "events")
     feed = spark.read.format("delta").option("readChangeFeed", "true")
@@ -171,7 +169,7 @@ def test_events_carry_duplicate_of_and_warc_refs_once(
     assert by_url[OTHER]["out_links"] == [SHARED]
     assert by_url[STORY]["warc_ref"]["file"] == "w.warc.gz"
     import pyarrow as pa
-    from deltalake import DeltaTable  # the README's consumer, without a JVM
+    from deltalake import DeltaTable  # docs/events.md's consumer, without a JVM
 
     cdf = pa.table(DeltaTable(path).load_cdf(starting_version=0).read_all()).to_pylist()
     assert sorted(r["url"] for r in cdf) == sorted(by_url)
@@ -187,14 +185,13 @@ def test_events_carry_duplicate_of_and_warc_refs_once(
 
 
 def test_rerun_changes_nothing(spark: Any, first_segment: tuple[str, Any, dict[str, Any]]) -> None:
-    from trawl.runner import run_dedup
-    from trawl.stages.common import StageContext
+    from trawl.runner import JobContext, run_dedup
     from trawl.store.tables import read_table
 
     root, cfg, result = first_segment
     before = crawldb(spark, root)
     tables = {n: read_table(spark, root, n).count() for n in ("content", "neardup")}
-    again = run_dedup(StageContext(spark, cfg, root, S1, T1))
+    again = run_dedup(JobContext(spark, cfg, root, S1, T1))
     assert crawldb(spark, root) == before
     assert {n: read_table(spark, root, n).count() for n in ("content", "neardup")} == tables
     assert again["dedup/pairs/new"] == result["dedup/pairs/new"]
@@ -204,14 +201,13 @@ def test_rerun_changes_nothing(spark: Any, first_segment: tuple[str, Any, dict[s
 def test_a_page_whose_content_moved_away_is_restored(
     spark: Any, first_segment: tuple[str, Any, dict[str, Any]]
 ) -> None:
-    from trawl.runner import run_dedup
-    from trawl.stages.common import StageContext
+    from trawl.runner import JobContext, run_dedup
 
     root, cfg, _ = first_segment
     at = T1 + timedelta(days=1)
     changed = [page(NEAR, "C2", to_signed(0x5555_5555_0000_0000))]
     write_crawl(spark, root, cfg, changed, S2, at, fresh=False)
-    result = run_dedup(StageContext(spark, cfg, root, S2, at))
+    result = run_dedup(JobContext(spark, cfg, root, S2, at))
     rows = crawldb(spark, root)
     assert rows[NEAR] == {"url": NEAR, "status": "fetched", "duplicate_of": None,
                           "score": pytest.approx(1.0)}  # fmt: skip

@@ -22,12 +22,12 @@ import pytest
 
 from trawl.cli import main
 from trawl.config import Config, load_config
-from trawl.runner import run_cycles, run_export, run_inject, run_warc_index, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_cycles, run_export, run_inject, run_warc_index, segment_id
 from trawl.stages.export import Selection
+from trawl.store.files import warc_record
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel
-from trawl.warc.lookup import get_record, parse_ref
+from trawl.warc.lookup import parse_ref
 from trawl.warc.reader import check_file, iter_records
 from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED
 
@@ -42,8 +42,8 @@ class Crawl:
     root: str
     segments: list[str]
 
-    def ctx(self, at: datetime = AT) -> StageContext:
-        return StageContext(self.spark, self.cfg, self.root, segment_id(at), at)
+    def ctx(self, at: datetime = AT) -> JobContext:
+        return JobContext(self.spark, self.cfg, self.root, segment_id(at), at)
 
     def warc_files(self, segment: str) -> list[Path]:
         return sorted(Path(segment_path(self.root, segment, "warc")).glob("*.warc.gz"))
@@ -154,7 +154,7 @@ def test_every_event_warc_ref_opens_its_record(crawl: Crawl) -> None:
         assert sum(1 for r in rows if r["segment"] == segment) == stored
     for row in rows:
         ref = row["warc_ref"]
-        record, raw = get_record(crawl.root, parse_ref(json.dumps(ref.asDict())))
+        record, raw = warc_record(crawl.root, parse_ref(json.dumps(ref.asDict())))
         assert record.rec_type in ("response", "revisit")
         assert record.target_uri == row["url"]
         assert record.http_head() is not None and record.http_head().status == "200"

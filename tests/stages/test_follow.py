@@ -12,7 +12,7 @@ from typing import Any
 
 from trawl.config import load_config
 from trawl.fetch.claims import host_room
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.stages.common import StageContext
 from trawl.stages.generate import FOLLOW_KNOWN_MAX, with_follow_quota
 from trawl.store.tables import read_segment_table, read_table, segment_path
@@ -43,7 +43,7 @@ def test_each_host_gets_what_its_caps_leave(spark: Any) -> None:
     known += [(h, b, fp) for h, b, fp in ((r[0], r[1], r[4]) for r in chosen[3:])]
     known += [("big.com", 0, 1000 + i) for i in range(FOLLOW_KNOWN_MAX)]
     cfg = load_config(None, ["fetch.follow_depth=3"], environ={})
-    ctx = StageContext(spark, cfg, "/nonexistent", "seg", AT)
+    ctx = StageContext(cfg, "seg", AT)
     out = with_follow_quota(
         spark.createDataFrame(chosen, CHOSEN),
         spark.createDataFrame(known, "host string, host_bucket int, url_fp bigint"),
@@ -60,10 +60,10 @@ def test_each_host_gets_what_its_caps_leave(spark: Any) -> None:
     assert sorted(a_known) == [1, 2, 90]
     # off: the columns are there, null
     off = with_follow_quota(
-        spark.createDataFrame(chosen, CHOSEN), spark.createDataFrame(known[:1], "host string, "
-        "host_bucket int, url_fp bigint"), StageContext(spark, load_config(None, [], environ={}),
-        "/nonexistent", "seg", AT),
-    ).collect()  # fmt: skip
+        spark.createDataFrame(chosen, CHOSEN),
+        spark.createDataFrame(known[:1], "host string, host_bucket int, url_fp bigint"),
+        StageContext(load_config(None, [], environ={}), "seg", AT),
+    ).collect()
     assert {(r["follow_quota"], r["follow_known"]) for r in off} == {(None, None)}
 
 
@@ -93,9 +93,9 @@ def test_a_cycle_records_followed_pages_and_started_hosts(spark: Any, tmp_path: 
         )
         root = str(tmp_path / "crawl")
 
-        def ctx(i: int) -> StageContext:
+        def ctx(i: int) -> JobContext:
             at = AT + timedelta(hours=i)
-            return StageContext(spark, cfg, root, segment_id(at), at)
+            return JobContext(spark, cfg, root, segment_id(at), at)
 
         run_inject(ctx(0), [str(web.seeds_file)])
         run_generate(ctx(0))

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from trawl.config import load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.tables import read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.audit import read_log
@@ -65,7 +64,7 @@ def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Craw
         segments = []
         for i in range(3):
             at = T0 + i * DAY
-            ctx = StageContext(spark, cfg, root, segment_id(at), at)
+            ctx = JobContext(spark, cfg, root, segment_id(at), at)
             if i == 0:
                 run_inject(ctx, [str(seeds)])
             web.set_time(at)

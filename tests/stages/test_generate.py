@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from trawl.config import load_config
+from trawl.runner import JobContext
 from trawl.stages.common import StageContext
 from trawl.stages.generate import select_fetchlist
 from trawl.store.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA, POLICY_SCHEMA
-from trawl.url.normalize import registered_domain, url_fingerprint
+from trawl.url.keys import registered_domain, url_fingerprint
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -111,7 +112,7 @@ def chosen(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Counter[str]
         ],
         environ={},
     )
-    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    ctx = StageContext(cfg, "seg1", AT)
     fetchlist = select_fetchlist(
         spark.createDataFrame(_crawldb_rows(), CRAWLDB_SCHEMA),
         spark.createDataFrame(_hostdb_rows(), HOSTDB_SCHEMA),
@@ -171,7 +172,7 @@ def test_a_host_in_back_off_is_not_generated(chosen: Counter[str]) -> None:
 def test_recrawl_priority_matches_the_change_rate_model(spark: Any, policy: str) -> None:
     from trawl.crawldb.changerate import ChangeStats, priority, probing
     from trawl.crawldb.transitions import change_model
-    from trawl.stages.generate import recrawl_priority
+    from trawl.stages.ranking import recrawl_priority
 
     cfg = load_config(None, [f"schedule.policy={policy}"], environ={})
     model = change_model(cfg.schedule)
@@ -198,7 +199,7 @@ def test_recrawl_priority_matches_the_change_rate_model(spark: Any, policy: str)
         "change_unchanged_s double, sitemap_lastmod timestamp, change_dated double, "
         "change_dated_s double",
     )
-    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    ctx = StageContext(cfg, "seg1", AT)
     got = [r[0] for r in df.select(recrawl_priority(ctx)).collect()]
     for case, value in zip(cases, got, strict=True):
         score, rate, days, n, unchanged, lastmod_after, xd, ed = case
@@ -235,7 +236,8 @@ def _budget_crawldb(deferrals: int | None) -> list[dict[str, Any]]:
 def _budget_run(
     spark: Any, tmp_path: Path, deferrals: int | None
 ) -> tuple[Counter[str], list[Any]]:
-    from trawl.stages.generate import choose, over_budget, rank_due
+    from trawl.stages.generate import choose, over_budget
+    from trawl.stages.ranking import rank_due
     from trawl.store.schemas import DOMAINLINKS_SCHEMA
 
     hosts = tmp_path / "hosts"
@@ -253,7 +255,7 @@ def _budget_run(
         {**dict.fromkeys(HOSTDB_SCHEMA.fieldNames()), "host": h, "ip": f"10.1.0.{i}"}
         for i, h in enumerate(BUDGET_HOSTS)
     ]
-    ctx = StageContext(spark, cfg, "unused", "seg1", AT)
+    ctx = StageContext(cfg, "seg1", AT)
     ranked = rank_due(
         spark.createDataFrame(_budget_crawldb(deferrals), CRAWLDB_SCHEMA),
         spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
@@ -300,14 +302,14 @@ def test_each_host_is_cut_to_its_cap_before_the_shuffle(spark: Any) -> None:
     # max_per_host rows (a WindowGroupLimit; a partial one too where the
     # host window has its own shuffle) before the address window shuffles
     # them: the due URLs of a large host do not all cross the network.
-    from trawl.stages.generate import rank_due
+    from trawl.stages.ranking import rank_due
 
     cfg = load_config(None, ["generate.max_per_host=7"], environ={})
     ranked = rank_due(
         spark.createDataFrame(_crawldb_rows(), CRAWLDB_SCHEMA),
         spark.createDataFrame(_hostdb_rows(), HOSTDB_SCHEMA),
         spark.createDataFrame([], POLICY_SCHEMA),
-        StageContext(spark, cfg, "unused", "seg1", AT),
+        StageContext(cfg, "seg1", AT),
     )
     plan = ranked._jdf.queryExecution().executedPlan().toString()
     limits = [line for line in plan.splitlines() if "WindowGroupLimit [host" in line]
@@ -342,13 +344,13 @@ def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
         table_path(root, "hostdb")
     )
 
-    first = run_generate(StageContext(spark, cfg, root, "seg1", AT))
+    first = run_generate(JobContext(spark, cfg, root, "seg1", AT))
     assert first["urls"] == 0
     assert read_segment_table(spark, root, "seg1", "fetchlist").count() == 0
     counters = read_table(spark, root, "counters").filter("segment = 'seg1'").collect()
     assert {r["name"]: r["value"] for r in counters}["generate/urls"] == 0
     # three hours on, the one URL due then is chosen (and marked generated)
-    later = run_generate(StageContext(spark, cfg, root, "seg2", AT + timedelta(hours=3)))
+    later = run_generate(JobContext(spark, cfg, root, "seg2", AT + timedelta(hours=3)))
     assert later["urls"] == 1
     listed = read_segment_table(spark, root, "seg2", "fetchlist").collect()
     assert [r["url"] for r in listed] == [rows[0]["url"]]

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.config import load_config
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.tables import read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
 
@@ -39,8 +38,8 @@ def test_urls_of_a_host_with_robots_txt_down_wait_with_its_deferred_ones(
         )
         root = str(tmp_path / "crawl")
 
-        def ctx(at: datetime) -> StageContext:
-            return StageContext(spark, cfg, root, segment_id(at), at)
+        def ctx(at: datetime) -> JobContext:
+            return JobContext(spark, cfg, root, segment_id(at), at)
 
         run_inject(ctx(AT), [str(web.seeds_file)])
         # the seeds link to the host; the next segment finds robots.txt down

@@ -24,8 +24,7 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
 from trawl.crawldb.budgets import path_pattern
-from trawl.runner import run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.common import StageContext
+from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.stages.stats import crawl_stats
 from trawl.store.tables import read_segment_table, read_table, table_path
 from trawl.store.views import register_views
@@ -49,9 +48,9 @@ class Crawl:
     seeds: list[str]
     segments: list[str]
 
-    def ctx(self, day: int) -> StageContext:
+    def ctx(self, day: int) -> JobContext:
         at = AT + timedelta(days=day)
-        return StageContext(self.spark, self.cfg, self.root, segment_id(at), at)
+        return JobContext(self.spark, self.cfg, self.root, segment_id(at), at)
 
     def table(self, name: str) -> Any:
         return read_table(self.spark, self.root, name)

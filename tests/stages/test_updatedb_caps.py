@@ -14,7 +14,7 @@ from trawl.crawldb.budgets import path_pattern
 from trawl.stages.common import StageContext
 from trawl.stages.traps import KEY, cap_new_urls, domain_pairs
 from trawl.stages.updatedb import LINK_SCHEMA
-from trawl.url.normalize import url_fingerprint
+from trawl.url.keys import url_fingerprint
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -33,7 +33,7 @@ def _links(urls: list[tuple[str, float]]) -> list[dict[str, Any]]:
 def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, float]] = (),
          fetched: list[str] = ()) -> tuple[set[str], dict[str, str]]:  # fmt: skip
     cfg = load_config(None, ["traps.max_new_per_pattern=3", "traps.max_new_per_host=5"], environ={})
-    ctx = StageContext(spark, cfg, "unused", "seg2", AT)
+    ctx = StageContext(cfg, "seg2", AT)
     fetched_rows = [(0, url_fingerprint(u), u) for u in fetched]
     kept, over = cap_new_urls(
         spark.createDataFrame(_links(new), LINK_SCHEMA),
@@ -189,7 +189,7 @@ def test_counter_runs_grow_along_steps_and_stop_at_the_limit(spark: Any) -> None
         FETCH_SCHEMA,
     )
     cfg = load_config(None, ["traps.max_counter_run=2"], environ={})
-    ctx = StageContext(spark, cfg, "unused", "seg2", AT)
+    ctx = StageContext(cfg, "seg2", AT)
     rows = {r["raw"]: r for r in admitted_links(discovered_links(fetch), ctx).collect()}
     runs = {u: (r["counter_run"], r["rejected"]) for u, r in rows.items()}
     assert runs == {
@@ -202,7 +202,7 @@ def test_counter_runs_grow_along_steps_and_stop_at_the_limit(spark: Any) -> None
         f"{cal}/2027/10/": (2, None),
     }
     off = load_config(None, ["traps.max_counter_run=0"], environ={})
-    ctx = StageContext(spark, off, "unused", "seg2", AT)
+    ctx = StageContext(off, "seg2", AT)
     rows = {r["raw"]: r for r in admitted_links(discovered_links(fetch), ctx).collect()}
     assert (
         rows[f"{cal}/2027/03/"]["rejected"] is None and rows[f"{cal}/2027/03/"]["counter_run"] == 3

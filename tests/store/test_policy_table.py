@@ -18,13 +18,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from trawl.store.policy import (
-    POLICY_ARROW_SCHEMA,
-    PolicyRule,
-    PolicyStore,
-    RuleChange,
-    load_in_force,
-)
+from trawl.crawldb.policy import PolicyRule, RuleChange
+from trawl.store.policy import POLICY_ARROW_SCHEMA, PolicyStore, load_in_force
 from trawl.store.schemas import POLICY_SCHEMA
 from trawl.store.tables import ensure_table, read_table, table_path
 

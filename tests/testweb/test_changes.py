@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from trawl.parse.sitemaps import Sitemap, parse_sitemap
+from trawl.parse.sitemap_entries import Sitemap
+from trawl.parse.sitemaps import parse_sitemap
 from trawl.testweb import EPOCH, ChangeRates, TestWeb, WebModel
 from trawl.testweb.__main__ import logical_time
 from trawl.testweb.audit import read_log

@@ -21,11 +21,13 @@ from warcio.archiveiterator import ArchiveIterator
 
 from trawl.config import Config, load_config
 from trawl.fetch.task import run_fetch_task
-from trawl.net.client import FetchError, HttpClient
+from trawl.net.client import HttpClient
+from trawl.net.response import FetchError
 from trawl.testweb import TestWeb, WebModel, hostile
 from trawl.testweb.audit import read_log
 from trawl.testweb.hostile import BY_NAME, CATALOGUE, HOSTILE_HOSTS, HostileHost
-from trawl.url import normalize as urlnorm
+from trawl.url.keys import host_bucket, url_fingerprint
+from trawl.url.normalize import normalize
 
 TOTAL_S = 4.0  # http.total_timeout_s
 SLACK_S = 3.0  # a bound on a limit, not a benchmark: room for a loaded CI machine
@@ -67,12 +69,12 @@ def config(web: TestWeb) -> Config:
 
 
 def item(host: str, path: str, port: int) -> Row:
-    url = urlnorm.normalize(f"http://{host}:{port}{path}")
+    url = normalize(f"http://{host}:{port}{path}")
     return {
         "url": url,
-        "url_fp": urlnorm.url_fingerprint(url),
+        "url_fp": url_fingerprint(url),
         "host": host,
-        "host_bucket": urlnorm.host_bucket(host, 8),
+        "host_bucket": host_bucket(host, 8),
         "task": 0,
         "depth": 1,
         "etag": None,
@@ -152,7 +154,7 @@ def crawls(web: TestWeb, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 
 def home(web: TestWeb, h: HostileHost) -> str:
-    return urlnorm.normalize(f"http://{h.name}:{web.port}/")
+    return normalize(f"http://{h.name}:{web.port}/")
 
 
 # -- the catalogue ------------------------------------------------------------------
@@ -266,7 +268,7 @@ def test_redirect_traps_end_robots_after_five_hops(
     assert [r["path"] for r in crawl.requests(h.name)] == [*robots_paths, "/"]
     # the page itself: the redirect is recorded, not followed
     row = crawl.page(home(web, h))
-    assert row.get("redirect_to") == urlnorm.normalize(f"http://{h.name}:{web.port}{first_hop}")
+    assert row.get("redirect_to") == normalize(f"http://{h.name}:{web.port}{first_hop}")
 
 
 def test_content_that_is_not_what_it_says(web: TestWeb, crawls: dict[str, Crawl]) -> None:

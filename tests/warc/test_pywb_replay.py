@@ -50,7 +50,8 @@ from tests.fetch.test_task import config, items_for
 from trawl.fetch.task import run_fetch_task
 from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.render import respond
-from trawl.url import normalize as urlnorm
+from trawl.url.keys import host_bucket, host_of, url_fingerprint
+from trawl.url.normalize import normalize
 
 ROOT = Path(__file__).resolve().parents[2]
 PYWB_BIN = ROOT / ".venv-pywb" / "bin"
@@ -156,13 +157,13 @@ def crawl(web: TestWeb, site: _GzipSite, warc_dir: Path) -> Sent:
 
 def _item(template: dict[str, Any], url: str, is_sitemap: bool) -> dict[str, Any]:
     """A fetchlist row for ``url``, shaped like ``items_for``'s."""
-    url = urlnorm.normalize(url)
-    host = urlnorm.host_of(url)
+    url = normalize(url)
+    host = host_of(url)
     return template | {
         "url": url,
-        "url_fp": urlnorm.url_fingerprint(url),
+        "url_fp": url_fingerprint(url),
         "host": host,
-        "host_bucket": urlnorm.host_bucket(host, 8),
+        "host_bucket": host_bucket(host, 8),
         "is_sitemap": is_sitemap,
     }
 

@@ -6,7 +6,6 @@ import base64
 import gzip
 import hashlib
 import io
-import random
 import socket
 import subprocess
 import sys
@@ -18,16 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from trawl.warc.writer import (
-    REVISIT_IDENTICAL,
-    REVISIT_NOT_MODIFIED,
-    Stored,
-    TaskArchive,
-    WarcRef,
-    WarcWriter,
-    payload_digest,
-    warc_filename,
-)
+from trawl.warc.fields import payload_digest
+from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED, Stored, WarcRef, WarcWriter
 
 CONFORMANCE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
 WARC_SAMPLES = CONFORMANCE / "warc_samples"
@@ -463,17 +454,6 @@ def test_invalid_warcinfo_field_name_rejected(tmp_path: Path) -> None:
         WarcWriter(tmp_path / "f.warc.gz", "trawl/0.1", extra_info={"bad name": "x"})
 
 
-def test_warc_filename() -> None:
-    assert warc_filename("trawl", "20240506070809", 3) == "trawl-20240506070809-00003-00000.warc.gz"
-    assert warc_filename("trawl", "seg-1", 12, 7) == "trawl-seg-1-00012-00007.warc.gz"
-    with pytest.raises(ValueError):
-        warc_filename("trawl", "a/b", 0)
-    with pytest.raises(ValueError):
-        warc_filename("", "seg", 0)
-    with pytest.raises(ValueError):
-        warc_filename("trawl", "seg", -1)
-
-
 # --- conformance samples ------------------------------------------------------------------
 
 
@@ -506,7 +486,7 @@ def test_conformance_bad_digest_sample_is_reported() -> None:
             record.raw_stream.read()
 
 
-# --- revisits, rotation and the task's files ---------------------------------------
+# --- revisits -------------------------------------------------------------------------
 
 
 def warcio_check(*paths: Path) -> None:
@@ -590,56 +570,6 @@ def test_metadata_fields_may_repeat(tmp_path: Path) -> None:
         )
     block = read_records(path)[1]["raw"]
     assert block == b"outlink: http://example.com/a\r\noutlink: http://example.com/b\r\n"
-
-
-def test_task_archive_rotates_by_size_and_splits_subsets(tmp_path: Path) -> None:
-    body = random.Random(5).randbytes(1_000_000)  # 1 MB that gzip cannot shrink
-    archive = TaskArchive(
-        tmp_path, "20240506070809", 3, software="trawl/0.1", max_file_bytes=1_500_000
-    )
-    with archive:
-        refs = []
-        for i in range(5):
-            writer = archive.writer("warc")
-            refs.append(
-                writer.write_exchange(
-                    url=f"http://example.com/{i}",
-                    ip=None,
-                    fetched_at=FETCHED_AT,
-                    request_head=request_head(f"/{i}"),
-                    status_line="HTTP/1.1 200 OK",
-                    response_headers=[],
-                    body=body + bytes([i]),
-                )
-            )
-        archive.writer("robotstxt").write_exchange(
-            url="http://example.com/robots.txt", ip=None, fetched_at=FETCHED_AT,
-            request_head=request_head("/robots.txt"), status_line="HTTP/1.1 404 Not Found",
-            response_headers=[], body=b"",
-        )  # fmt: skip
-        with pytest.raises(ValueError, match="unknown WARC subset"):
-            archive.writer("pages")
-    names = [p.name for p in archive.files]
-    assert names == [
-        "trawl-20240506070809-00003-00000.warc.gz",
-        "trawl-20240506070809-00003-00001.warc.gz",
-        "trawl-20240506070809-00003-00002.warc.gz",
-        "trawl-robotstxt-20240506070809-00003-00000.warc.gz",
-    ]
-    # a file is closed once it reached the limit: two 1 MB records at most each
-    assert [r.file for r in refs] == [names[0], names[0], names[1], names[1], names[2]]
-    for path in archive.files:
-        records = read_records(path)
-        assert records[0]["type"] == "warcinfo"
-        assert records[0]["headers"]["WARC-Filename"] == path.name
-    warcio_check(*archive.files)
-    # identical payloads: the task remembers the first copy
-    archive.remember("sha1:X", refs[0], "http://example.com/0", FETCHED_AT)
-    archive.remember("sha1:X", refs[1], "http://example.com/1", FETCHED_AT)
-    assert archive.stored("sha1:X") == Stored(
-        refs[0].record_id, "http://example.com/0", "2024-05-06T07:08:09.250000Z"
-    )
-    assert archive.stored("sha1:Y") is None
 
 
 def test_the_demo_checks_every_warc_record(tmp_path: Path) -> None:

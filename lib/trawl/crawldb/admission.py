@@ -16,8 +16,10 @@ from typing import Any
 
 from trawl.config import Config
 from trawl.crawldb.status import CrawlStatus
-from trawl.url import normalize as urlnorm
 from trawl.url.filter import UrlFilter
+from trawl.url.keys import host_bucket, host_of, registered_domain, url_fingerprint
+from trawl.url.normalize import normalize
+from trawl.url.resolution import UrlError
 
 
 @dataclass(frozen=True)
@@ -81,19 +83,19 @@ def admit(
     """(crawldb row, None) for an admitted URL, (None, reject reason) otherwise.
     ``is_sitemap``: the URL is a sitemap to read, not a page."""
     try:
-        url = urlnorm.normalize(raw_url, cfg.normalize.strip_params, cfg.normalize.session_params)
-    except urlnorm.UrlError as exc:
+        url = normalize(raw_url, cfg.normalize.strip_params, cfg.normalize.session_params)
+    except UrlError as exc:
         return None, f"normalize/{exc.reason}"
     rejected = flt.reject_reason(url, sitemap=is_sitemap)
     if rejected:
         return None, f"filter/{rejected}"
-    host = urlnorm.host_of(url)
+    host = host_of(url)
     return {
         "url": url,
-        "url_fp": urlnorm.url_fingerprint(url),
+        "url_fp": url_fingerprint(url),
         "host": host,
-        "host_bucket": urlnorm.host_bucket(host, cfg.crawl.host_buckets),
-        "domain": urlnorm.registered_domain(host),
+        "host_bucket": host_bucket(host, cfg.crawl.host_buckets),
+        "domain": registered_domain(host),
         "status": CrawlStatus.UNFETCHED.value,
         "source": source,
         "reason": reason,

@@ -57,7 +57,8 @@ from urllib.parse import unquote, urlsplit
 from trawl.config import DedupConfig
 from trawl.dedup.fingerprint import shingles, words
 from trawl.dedup.simhash import hamming, simhash, to_signed
-from trawl.url import normalize as urlnorm
+from trawl.url.normalize import normalize
+from trawl.url.resolution import UrlError, resolve
 
 PROBE_SUFFIX = "-trawl-probe"  # names the crawler in the server's logs
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -204,8 +205,8 @@ def redirect_target(url: str, location: str | None) -> str | None:
     if not location or not location.strip():
         return None
     try:
-        return urlnorm.normalize(urlnorm.resolve(url, location.strip()))
-    except urlnorm.UrlError:
+        return normalize(resolve(url, location.strip()))
+    except UrlError:
         return None
 
 

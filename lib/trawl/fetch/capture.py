@@ -27,15 +27,10 @@ from trawl import __version__
 from trawl.config import WarcConfig
 from trawl.crawldb.status import FetchOutcome
 from trawl.fetch.row import Row
-from trawl.net.client import HttpResponse
-from trawl.warc.writer import (
-    REVISIT_IDENTICAL,
-    REVISIT_NOT_MODIFIED,
-    Stored,
-    TaskArchive,
-    WarcWriter,
-    payload_digest,
-)
+from trawl.net.response import HttpResponse
+from trawl.warc.archive import TaskArchive
+from trawl.warc.fields import payload_digest
+from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED, Stored, WarcWriter
 
 Capture = tuple[WarcWriter, str]  # the file a capture went to, and its response's record id
 

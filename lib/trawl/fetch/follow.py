@@ -33,7 +33,7 @@ from trawl.fetch.visit import Fetcher, origin_of
 from trawl.net.resolver import AddressRefused
 from trawl.net.robots import RobotsRules
 from trawl.url.filter import UrlFilter
-from trawl.url.normalize import registered_domain
+from trawl.url.keys import registered_domain
 
 
 class LinkFollowing:

@@ -22,9 +22,10 @@ from trawl.config import Config
 from trawl.crawldb.status import FetchOutcome
 from trawl.dedup.fingerprint import page_fingerprint
 from trawl.dedup.simhash import to_signed
-from trawl.net.client import HttpResponse
+from trawl.net.response import HttpResponse
 from trawl.parse.html import ParsedPage
-from trawl.url import normalize as urlnorm
+from trawl.url.normalize import normalize
+from trawl.url.resolution import UrlError, resolve
 
 Row = dict[str, Any]
 
@@ -119,8 +120,6 @@ def absolute(base: str, href: str | None, cfg: Config) -> str | None:
         return None
     try:
         norm = cfg.normalize
-        return urlnorm.normalize(
-            urlnorm.resolve(base, href), norm.strip_params, norm.session_params
-        )
-    except urlnorm.UrlError:
+        return normalize(resolve(base, href), norm.strip_params, norm.session_params)
+    except UrlError:
         return None

@@ -120,7 +120,8 @@ def _utc(when: datetime) -> datetime:
 def policy_source(root: str) -> PolicySource:
     """The operator's policy table (``trawl policy``) as a fetch task reads it:
     each call re-reads it (cheaply when nothing changed) and returns a view."""
-    from trawl.store.policy import PolicyView, resolve
+    from trawl.crawldb.policy import resolve
+    from trawl.store.policy import PolicyView
 
     table = PolicyView(root)
 

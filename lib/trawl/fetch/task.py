@@ -87,7 +87,7 @@ from trawl.fetch.rules import (
 from trawl.fetch.visit import Fetcher, Visit, origin_of, user_agent
 from trawl.net.resolver import AddressRefused
 from trawl.net.robots import DEFERRED_UNREACHABLE, RobotsRules
-from trawl.url.normalize import registered_domain
+from trawl.url.keys import registered_domain
 
 log = logging.getLogger(__name__)
 

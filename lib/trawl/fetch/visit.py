@@ -37,14 +37,18 @@ from trawl.fetch.row import (
     page_fields,
     response_fields,
 )
-from trawl.net.client import FetchError, HttpClient, HttpResponse, user_agent_string
+from trawl.net.client import HttpClient
 from trawl.net.dates import parse_http_date
+from trawl.net.request import user_agent_string
 from trawl.net.resolver import AddressRefused, Resolver
+from trawl.net.response import FetchError, HttpResponse
 from trawl.net.robots import RobotsRules, rules_for_fetch
 from trawl.parse.html import ParsedPage, parse_page
 from trawl.parse.sitemaps import parse_sitemap
-from trawl.url import normalize as urlnorm
-from trawl.warc.writer import TaskArchive
+from trawl.url.keys import host_of
+from trawl.url.normalize import normalize
+from trawl.url.resolution import UrlError, resolve
+from trawl.warc.archive import TaskArchive
 
 MAX_ROBOTS_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five redirects
 
@@ -159,9 +163,9 @@ class Fetcher:
             location = resp.header("location")
             if status in (301, 302, 303, 307, 308) and location and hops < MAX_ROBOTS_REDIRECTS:
                 try:
-                    target = urlnorm.normalize(urlnorm.resolve(target, location))
-                    target_ip = self.resolver.resolve(urlnorm.host_of(target))
-                except (urlnorm.UrlError, AddressRefused) as exc:
+                    target = normalize(resolve(target, location))
+                    target_ip = self.resolver.resolve(host_of(target))
+                except (UrlError, AddressRefused) as exc:
                     error = f"redirect: {exc}"
                     status = None
                     break

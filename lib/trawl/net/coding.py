@@ -9,8 +9,9 @@ instead, is recognised and decoded too) and br (RFC 7932, which registers it
 as an HTTP content coding in section 13; bytes after the end of a brotli
 stream are an error, as the decoder reports them). Any other coding, a corrupt
 stream, or a stream that ends early in a complete download gives an empty body
-and an error string rather than an exception: ``trawl.net.client`` still
-records the raw bytes for WARC and reports why ``body`` is empty.
+and an error string rather than an exception: the response
+(``trawl.net.response.HttpResponse``) still holds the raw bytes for WARC and
+says why ``body`` is empty.
 
 The cap is enforced while inflating, with ``zlib.decompressobj().decompress(
 data, max_length)``, not by checking the length afterwards: ``zlib.decompress``

@@ -4,7 +4,6 @@
 sitemaps for an index) with their lastmod/changefreq/priority hints. It fetches nothing
 and never raises on bad input: a dropped entry is counted in ``rejected``, a dropped
 field in ``warnings``, a problem with the whole file goes to ``errors``.
-
 * Streamed and capped. sitemaps.org allows 50,000 URLs (an index: 50,000 sitemaps) and
   52,428,800 bytes uncompressed per file. Both hold *while* parsing: a body starting
   with the gzip magic (RFC 1952 2.3.1; names and Content-Type are not trusted) is
@@ -16,21 +15,17 @@ field in ``warnings``, a problem with the whole file goes to ``errors``.
 * Safe XML. libxml2 runs without DTD loading, network or entity substitution and with
   its default (non-huge) limits: external entities and DTDs (XXE) are never read, and
   it refuses entity-amplification ("billion laughs") documents outright. A value holding
-  an entity reference or markup is unusable (``markup``), not silently cut short.
+  an entity reference or markup is read as ``MARKUP``, unusable (``markup``), not
+  silently cut short.
   ``recover=True`` keeps what a malformed file still yields; its first error is reported.
 * Lenient about form, as real sitemaps need: element names match by lowercased local
   name, in the root's namespace (whatever it is) or none; extension namespaces (image:,
   video:, news:, xhtml:link) are skipped. Fields are read only from direct children of
   an entry, so ``image:loc`` never passes for ``loc``.
-* Strict about what reaches the frontier: a ``loc`` is an absolute http(s) URL shorter
-  than 2,048 characters, inside the sitemap's location: same scheme, host and port (else
-  ``cross_host``) and under the directory of its URL (else ``outside_path``; sitemaps.org
-  "Sitemap file location"). An index's children need only the same origin ("Sitemap
-  index files may only specify Sitemaps ... on the same site"). ``scope_url`` replaces
-  the sitemap URL as that bound: the robots.txt URL, for a sitemap listed there, covers
-  its whole host ("Sitemaps & Cross Submits"). ``strict_location=False`` keeps entries
-  outside the bound, counted in ``warnings``. URLs come back normalised
-  (``urlnorm.normalize`` without parameter stripping) and de-duplicated.
+* Strict about what reaches the frontier: each entry found is checked, its
+  ``loc`` against the sitemap's location (or ``scope_url``) and its hints against
+  their grammars, by ``trawl.parse.sitemap_entries``. ``strict_location=False``
+  keeps entries outside the location, counted in ``warnings``.
 * Our own code rather than a library: ultimate-sitemap-parser is built to fetch sitemaps
   itself (here the fetcher does that, under robots.txt and politeness), and its local
   ``sitemap_from_str`` takes decoded text, leaving the capped gunzip, the location rules
@@ -41,49 +36,33 @@ from __future__ import annotations
 
 import codecs
 import functools
-import re
 import zlib
-from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
-from types import MappingProxyType
-from typing import Final, Literal, NamedTuple
+from datetime import UTC, datetime
+from typing import Final, NamedTuple
 
 import lxml.etree
 
-from trawl.url import normalize as urlnorm
+from trawl.parse.sitemap_entries import (
+    MARKUP,
+    MAX_LOC_CHARS,
+    SCHEME_PREFIX,
+    EntryCollector,
+    Sitemap,
+    SitemapKind,
+    location_bound,
+)
+from trawl.url.resolution import UrlError
+
+__all__ = ["MAX_BYTES", "MAX_URLS", "parse_sitemap"]
 
 MAX_URLS: Final = 50_000  # sitemaps.org: URLs per sitemap, and sitemaps per index
 MAX_BYTES: Final = 52_428_800  # sitemaps.org: 50 MiB uncompressed
-MAX_LOC_CHARS: Final = 2_048  # sitemaps.org: a loc "must be less than 2,048 characters"
-FUTURE_TOLERANCE: Final = timedelta(days=1)  # lastmods later than now + this are dropped
-# Scheduling hints in seconds. "always" asks for the scheduler's minimum interval;
-# "never" marks archived pages, rechecked like yearly ones rather than never.
-CHANGEFREQ_SECONDS: Final[Mapping[str, int]] = MappingProxyType(
-    {
-        "always": 0,
-        "hourly": 3_600,
-        "daily": 86_400,
-        "weekly": 604_800,
-        "monthly": 2_592_000,
-        "yearly": 31_536_000,
-        "never": 31_536_000,
-    }
-)
-
-SitemapKind = Literal["urlset", "index", "text", "feed", "unknown"]
 
 _CHUNK = 65_536
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
-_MARKUP = "\x00"  # stands for a value with child nodes: XML text can never hold NUL
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")  # RFC 3986 3.1
-_WEB_SCHEMES = frozenset({"http", "https"})
 _SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
-_YEAR_MONTH = re.compile(r"\d{4}(?:-\d\d)?")  # the W3C Datetime forms ISO parsers refuse
-_PRIORITY = re.compile(r"\d+(?:\.\d*)?|\.\d+")  # no signs, exponents, "nan" or "inf"
 _PARSER_OPTIONS: Final = {
     "resolve_entities": False,
     "no_network": True,
@@ -117,28 +96,6 @@ _GRAMMARS: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class SitemapEntry:
-    """A page (in an index: a child sitemap) with the hints the sitemap gives for it."""
-
-    url: str
-    lastmod: datetime | None = None  # aware, UTC
-    changefreq: str | None = None  # a key of CHANGEFREQ_SECONDS
-    priority: float | None = None  # in [0, 1]; None if absent (sitemaps.org default: 0.5)
-
-
-@dataclass(slots=True)
-class Sitemap:
-    """What one sitemap file gave: ``entries`` in file order, and what was dropped why."""
-
-    kind: SitemapKind = "unknown"
-    entries: list[SitemapEntry] = field(default_factory=list)
-    truncated: Literal["max_urls", "max_bytes"] | None = None
-    errors: list[str] = field(default_factory=list)  # about the file as a whole
-    warnings: Counter[str] = field(default_factory=Counter)  # reason -> count
-    rejected: Counter[str] = field(default_factory=Counter)  # reason -> entries dropped
-
-
 def parse_sitemap(
     body: bytes,
     url: str,
@@ -157,14 +114,14 @@ def parse_sitemap(
     """
     result = Sitemap()
     try:
-        scope = _scope(url, scope_url or url)
-    except urlnorm.UrlError as exc:
+        bound = location_bound(url, scope_url or url)
+    except UrlError as exc:
         result.errors.append(f"bad_url: {exc}")
         return result
     if now is not None and now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     reader = _CappedReader(body, max_bytes, result)
-    collector = _Collector(result, scope, strict_location, now, max_urls)
+    collector = EntryCollector(result, bound, strict_location, now, max_urls)
     head = reader.peek().removeprefix(codecs.BOM_UTF8).lstrip()
     if not head:
         result.errors.append("empty")
@@ -244,7 +201,7 @@ def _slices(raw: bytes, limit: int) -> Iterator[bytes]:
 # --------------------------------------------------------------------------- formats
 
 
-def _parse_text(reader: _CappedReader, collector: _Collector) -> None:
+def _parse_text(reader: _CappedReader, collector: EntryCollector) -> None:
     """Google's text sitemap: one absolute URL per line, UTF-8; blank lines skipped.
 
     A body whose first line is no URL (an error page, JSON, binary) is no sitemap. A
@@ -262,7 +219,7 @@ def _parse_text(reader: _CappedReader, collector: _Collector) -> None:
             lines.pop()
         for line in filter(None, map(str.strip, lines)):
             if collector.result.kind == "unknown":
-                if not _SCHEME.match(line):
+                if not SCHEME_PREFIX.match(line):
                     collector.result.errors.append("not_a_sitemap: neither XML nor URL lines")
                     return
                 collector.result.kind = "text"
@@ -272,7 +229,7 @@ def _parse_text(reader: _CappedReader, collector: _Collector) -> None:
             return
 
 
-def _parse_xml(reader: _CappedReader, collector: _Collector) -> None:
+def _parse_xml(reader: _CappedReader, collector: EntryCollector) -> None:
     """Walk the document with ``iterparse`` and report libxml2's first error."""
     events = lxml.etree.iterparse(reader, events=("start", "end"), **_PARSER_OPTIONS)
     walk = _XmlWalk(collector)
@@ -311,7 +268,7 @@ class _XmlWalk:
     entries that recovery from unclosed tags nests in each other are read one by one.
     """
 
-    def __init__(self, collector: _Collector) -> None:
+    def __init__(self, collector: EntryCollector) -> None:
         self.collector = collector
         self.grammar = _GRAMMARS["urlset"]
         self.namespaces: frozenset[str] = frozenset()
@@ -363,7 +320,7 @@ class _XmlWalk:
                 return
             value = element.get("href")
         else:
-            value = _MARKUP if len(element) else element.text
+            value = MARKUP if len(element) else element.text
         if value is not None:
             fields[key] = value
 
@@ -377,138 +334,3 @@ def _split_tag(tag: object) -> tuple[str, str]:
         namespace, _, local = tag[1:].partition("}")
         return namespace, local.lower()
     return "", tag.lower()
-
-
-# --------------------------------------------------------------------------- values
-
-
-@dataclass(slots=True)
-class _Collector:
-    """Checks each entry the file lists and keeps the good ones in ``result``."""
-
-    result: Sitemap
-    scope: tuple[str, str]  # (origin, directory prefix), see _scope
-    strict: bool
-    now: datetime | None
-    max_urls: int
-    index: bool = False  # an index bounds its children by origin only
-    seen: set[str] = field(default_factory=set)
-    listed: int = 0
-
-    def offer(self, fields: Mapping[str, str]) -> bool:
-        """Take one listed entry; False once the file lists more than ``max_urls``.
-
-        Every entry counts towards the limit, valid or not, as the file lists it.
-        """
-        self.listed += 1
-        if self.listed > self.max_urls:
-            self.result.truncated = "max_urls"
-            return False
-        url, reason = self._check_loc(fields.get("loc"))
-        if reason is not None:
-            self.result.rejected[reason] += 1
-            return True
-        lastmod = self._lastmod(fields.get("lastmod"))
-        changefreq = self._changefreq(fields.get("changefreq"))
-        priority = self._priority(fields.get("priority"))
-        self.result.entries.append(SitemapEntry(url, lastmod, changefreq, priority))
-        return True
-
-    def _check_loc(self, loc: str | None) -> tuple[str, str | None]:
-        """(normalised URL, None), or ("", reject reason)."""
-        loc = (loc or "").strip()
-        if not loc:
-            return "", "empty"
-        if _MARKUP in loc:
-            return "", "markup"
-        if "\ufffd" in loc:  # U+FFFD: bytes that were not UTF-8
-            return "", "bad_encoding"
-        if len(loc) >= MAX_LOC_CHARS:
-            return "", "too_long"
-        scheme = _SCHEME.match(loc)
-        if scheme is None:  # sitemaps.org: "begin with the protocol (such as http)"
-            return "", "relative"
-        if scheme.group()[:-1].lower() not in _WEB_SCHEMES:
-            return "", "bad_scheme"
-        try:
-            url = urlnorm.normalize(loc, ())
-        except urlnorm.UrlError as exc:
-            return "", exc.reason
-        if url in self.seen:
-            return "", "duplicate"
-        outside = self._outside(url)
-        if outside is not None:
-            if self.strict:
-                return "", outside
-            self.result.warnings[outside] += 1
-        self.seen.add(url)
-        return url, None
-
-    def _outside(self, url: str) -> str | None:
-        """sitemaps.org "Sitemap file location": same origin, and under the directory."""
-        origin, directory = self.scope
-        if _origin(url) != origin:
-            return "cross_host"
-        if not self.index and not url.startswith(directory):
-            return "outside_path"
-        return None
-
-    def _lastmod(self, text: str | None) -> datetime | None:
-        if text is None or not text.strip():
-            return None
-        when = _parse_datetime(text.strip())
-        if when is None:
-            self.result.warnings["lastmod_invalid"] += 1
-        elif self.now is not None and when > self.now + FUTURE_TOLERANCE:
-            self.result.warnings["lastmod_future"] += 1
-            when = None
-        return when
-
-    def _changefreq(self, text: str | None) -> str | None:
-        value = (text or "").strip().lower()
-        if value and value not in CHANGEFREQ_SECONDS:
-            self.result.warnings["changefreq_invalid"] += 1
-        return value if value in CHANGEFREQ_SECONDS else None
-
-    def _priority(self, text: str | None) -> float | None:
-        value = (text or "").strip()
-        if value and _PRIORITY.fullmatch(value) and float(value) <= 1.0:
-            return float(value)
-        if value:
-            self.result.warnings["priority_invalid"] += 1
-        return None
-
-
-def _scope(url: str, scope_url: str) -> tuple[str, str]:
-    """(origin, directory prefix) that bound the entries; UrlError for a bad URL."""
-    for candidate in (url, scope_url):
-        scheme = _SCHEME.match(candidate.strip())
-        if scheme is None or scheme.group()[:-1].lower() not in _WEB_SCHEMES:
-            raise urlnorm.UrlError("bad_scheme", candidate)
-        urlnorm.normalize(candidate, ())
-    bound = urlnorm.normalize(scope_url, ())
-    origin = _origin(bound)
-    path = bound[len(origin) :].partition("?")[0]
-    return origin, origin + path[: path.rfind("/") + 1]
-
-
-def _origin(normalized: str) -> str:
-    """``scheme://authority`` of a normalised URL (whose path always starts with "/")."""
-    return normalized[: normalized.index("/", normalized.index("://") + 3)]
-
-
-def _parse_datetime(text: str) -> datetime | None:
-    """W3C Datetime (https://www.w3.org/TR/NOTE-datetime), leniently any ISO 8601 form
-    Python reads, else an RFC 5322 date (RSS pubDate); as an aware UTC datetime. A
-    missing zone is taken as UTC, a date alone as its first instant."""
-    try:
-        if _YEAR_MONTH.fullmatch(text):  # "YYYY" or "YYYY-MM"
-            when = datetime(int(text[:4]), int(text[5:7] or 1), 1)
-        else:
-            try:
-                when = datetime.fromisoformat(text.upper())
-            except ValueError:
-                when = parsedate_to_datetime(text)
-        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    except (ValueError, TypeError, OverflowError):
-        return None

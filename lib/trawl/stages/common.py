@@ -1,7 +1,8 @@
 """Small pieces every stage uses: per-record Python over Arrow batches,
 frames computed once and reused (``materialize``), independent Spark actions
 run side by side (``beside``, ``concurrently``), and the stage context
-(session, config, crawl root, segment, logical time)."""
+(config, segment, logical time: no session and no crawl root, since a stage
+gets its tables as frames and returns frames, MERGE plans or values)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ RowFn = Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class StageContext:
-    spark: SparkSession
+    """What a stage knows of its run. The session comes with the frames
+    (``DataFrame.sparkSession``); the crawl root is the runner's and the
+    store's alone."""
+
     cfg: Config
-    root: str
     segment: str
     at: datetime  # the cycle's logical time; no job reads the wall clock for it
 
@@ -116,7 +119,7 @@ def beside(workers: int = 3) -> ThreadPoolExecutor:
     mostly small (a Delta log replay, a commit, a count over a few thousand
     rows), much of whose time is the driver's planning and waiting, so two
     side by side overlap it; it pays when the cores are not already busy
-    (README, "Benchmarks": nothing measurable under the tiered JIT, a few
+    (docs/benchmarks.md: nothing measurable under the tiered JIT, a few
     seconds a cycle with ``spark.driver_jit = "c1"``). Use it as a
     context manager: leaving the block waits for every action submitted, so
     none is still writing when the stage returns or raises; call

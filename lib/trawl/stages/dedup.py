@@ -48,9 +48,9 @@ from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 from trawl.config import DedupConfig
 from trawl.crawldb.status import HAS_CONTENT, CrawlStatus
 from trawl.dedup.neardup import canonical_key, key_masks, marking
-from trawl.stages.common import StageContext, map_records, materialize, release
+from trawl.stages.common import StageContext, map_records, materialize
 from trawl.stages.updatedb import admitted_links, discovered_links
-from trawl.store.tables import delta_table, read_segment_table, read_table, replace_rows
+from trawl.store.tables import Merge
 
 # New fingerprints up to this many are broadcast to a scan of the store; more
 # (a first big batch, the benchmark) go through the salted shuffle join.
@@ -308,11 +308,27 @@ def cluster_rows(pages: DataFrame, labels: DataFrame, touched: DataFrame) -> Dat
 # --- the job ----------------------------------------------------------------------
 
 
-def dedup(ctx: StageContext) -> DedupReport:
-    spark, root, cfg = ctx.spark, ctx.root, ctx.cfg.dedup
-    report = DedupReport()
-    fetch = materialize(read_segment_table(spark, root, ctx.segment, "fetch"))
-    earlier = read_table(spark, root, "content").filter(F.col("first_segment") != ctx.segment)
+@dataclass
+class NewContents:
+    """dedup's first step: the segment's contents, the new ones as a MERGE
+    into ``content``, and their near-duplicate pairs (``neardup``'s rows of
+    this segment). ``held``: frames to free at the end of the job."""
+
+    fetch: DataFrame
+    pairs: DataFrame
+    neardup_rows: DataFrame
+    content: Merge | None
+    held: list[DataFrame]
+
+
+def new_contents(
+    fetch: DataFrame, content: DataFrame, ctx: StageContext, report: DedupReport
+) -> NewContents:
+    """The segment's contents (``fetch``: its fetch rows) against the stored
+    ones of earlier segments (``content``), and the new ones' pairs."""
+    cfg = ctx.cfg.dedup
+    fetch = materialize(fetch)
+    earlier = content.filter(F.col("first_segment") != ctx.segment)
     seen = earlier.select("content_sha256", F.lit(False).alias("is_new"))
     seg = segment_contents(fetch, ctx).join(seen, "content_sha256", "left")
     seg = materialize(seg.withColumn("is_new", F.coalesce("is_new", F.lit(True))))
@@ -320,17 +336,27 @@ def dedup(ctx: StageContext) -> DedupReport:
     assert totals is not None
     report.contents, report.new_contents = totals[0], totals[1] or 0
     new = seg.filter("is_new").drop("is_new")
-
     pairs = materialize(near_pairs(new.dropDuplicates(["node"]), earlier, cfg))
     report.new_pairs = pairs.count()
-    replace_rows(pairs.withColumn("segment", F.lit(ctx.segment)), root, "neardup",
-                 f"segment = '{ctx.segment}'")  # fmt: skip
-    if report.new_contents:
-        merge_content(new, ctx)
+    cols = {c: f"s.{c}" for c in new.columns}
+    merge = Merge("content", new, "t.content_sha256 = s.content_sha256", inserts=((None, cols),))
+    rows = pairs.withColumn("segment", F.lit(ctx.segment))
+    return NewContents(
+        fetch, pairs, rows, merge if report.new_contents else None, [fetch, seg, pairs]
+    )
 
-    labels, report.label_rounds = components(read_table(spark, root, "neardup"))
-    pages = materialize(content_pages(read_table(spark, root, "crawldb"), cfg.method))
-    touched = touched_labels(pages, labels, fetch.filter("kind = 'page'"), pairs)
+
+def mark_duplicates(
+    found: NewContents, neardup: DataFrame, crawldb: DataFrame, ctx: StageContext,
+    report: DedupReport,
+) -> tuple[Merge | None, list[DataFrame]]:  # fmt: skip
+    """crawldb's changes for the clusters the segment touched, from every
+    stored pair (``neardup``, this segment's included): a MERGE (None: no
+    change), and the frames to free once it ran."""
+    cfg = ctx.cfg.dedup
+    labels, report.label_rounds = components(neardup)
+    pages = materialize(content_pages(crawldb, cfg.method))
+    touched = touched_labels(pages, labels, found.fetch.filter("kind = 'page'"), found.pairs)
     clusters = materialize(cluster_rows(pages, labels, touched))
     marks = materialize(markings(clusters, cfg).join(pages.select(*KEY), "url"))
     for row in marks.groupBy("status").count().collect():
@@ -339,50 +365,29 @@ def dedup(ctx: StageContext) -> DedupReport:
         else:
             report.restored += row["count"]
     report.clusters = clusters.filter(F.size("pages") > 1).count()
-    if report.marked or report.restored:
-        merge_marks(marks, ctx)
-    report.unfollowed = unfollow_links(fetch, ctx)
-    release(fetch, seg, pairs, pages, clusters, marks)
-    return report
-
-
-def merge_content(new: DataFrame, ctx: StageContext) -> None:
-    cols = {c: f"s.{c}" for c in new.columns}
-    (
-        delta_table(ctx.spark, ctx.root, "content")
-        .alias("t")
-        .merge(new.alias("s"), "t.content_sha256 = s.content_sha256")
-        .whenNotMatchedInsert(values=cols)  # type: ignore[arg-type]
-        .execute()
-    )
-
-
-def merge_marks(marks: DataFrame, ctx: StageContext) -> None:
+    held = [pages, clusters, marks]
+    if not (report.marked or report.restored):
+        return None, held
     cols = {c: f"s.{c}" for c in ("status", "duplicate_of", "score")}
-    (
-        delta_table(ctx.spark, ctx.root, "crawldb")
-        .alias("t")
-        .merge(
-            marks.alias("s"),
-            "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
-        )
-        .whenMatchedUpdate(set=cols)  # type: ignore[arg-type]
-        .execute()
-    )
+    return Merge("crawldb", marks, ON_KEY, updates=((None, cols),)), held
 
 
-def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
-    """Take out of crawldb the URLs that this segment's updatedb added only
-    because a page now a duplicate linked to them: they are still unfetched,
-    ungenerated and discovered in this segment. Returns how many."""
+ON_KEY = "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url"
+
+
+def unfollowed_links(fetch: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame | None:
+    """The URLs that this segment's updatedb added to crawldb only because a
+    page now a duplicate linked to them (``crawldb`` as dedup marked it):
+    they are still unfetched, ungenerated and discovered in this segment.
+    Their keys (``removal`` deletes them); None when no page of the segment
+    is a duplicate."""
     pages = fetch.filter("kind = 'page'")
-    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
     dups = crawldb.filter(F.col("duplicate_of").isNotNull()).join(
         pages.select("url"), "url", "left_semi"
     )
     dups = dups.select("url", F.lit(True).alias("dup"))
     if dups.isEmpty():
-        return 0
+        return None
     tagged = pages.join(dups, "url", "left").withColumn("dup", F.coalesce("dup", F.lit(False)))
     raw = (
         tagged.select("dup", F.explode("outlinks").alias("l"))
@@ -396,7 +401,7 @@ def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
         .agg(F.min(F.col("dup").cast("int")).alias("only_dups"))
         .filter("only_dups = 1")
     )
-    victims = materialize(
+    victims = (
         crawldb.filter(
             (F.col("discovered_segment") == ctx.segment)
             & (F.col("status") == CrawlStatus.UNFETCHED.value)
@@ -407,17 +412,9 @@ def unfollow_links(fetch: DataFrame, ctx: StageContext) -> int:
         .join(only, KEY, "left_semi")
         .select(*KEY)
     )
-    count = victims.count()
-    if count:
-        (
-            delta_table(ctx.spark, ctx.root, "crawldb")
-            .alias("t")
-            .merge(
-                victims.alias("s"),
-                "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
-            )
-            .whenMatchedDelete()
-            .execute()
-        )
-    release(victims)
-    return count
+    return victims
+
+
+def removal(urls: DataFrame) -> Merge:
+    """The MERGE that deletes crawldb's rows of ``urls`` (their keys)."""
+    return Merge("crawldb", urls, ON_KEY, delete_matched=True)

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from trawl.stages.common import StageContext
 from trawl.store.schemas import EVENTS_SCHEMA
-from trawl.store.tables import delta_table, read_segment_table, read_table
+from trawl.store.tables import Merge
 
 KEY = ["host_bucket", "url_fp", "url"]
 
@@ -85,23 +85,20 @@ def removed_events(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
     )
 
 
-def segment_events(ctx: StageContext) -> DataFrame:
-    fetch = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")
-    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
+def segment_events(fetch: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """The segment's events, from its fetch rows and crawldb after dedup."""
     events = fetched_events(fetch, crawldb, ctx).unionByName(removed_events(crawldb, ctx))
     return events.select(*EVENTS_SCHEMA.fieldNames())
 
 
-def merge_events(events: DataFrame, ctx: StageContext) -> None:
+def merge_events(events: DataFrame, ctx: StageContext) -> Merge:
+    """The events the table does not hold yet (a re-run adds nothing): the
+    key is the day, segment, kind and URL."""
     day = ctx.at.date().isoformat()
-    (
-        delta_table(ctx.spark, ctx.root, "events")
-        .alias("t")
-        .merge(
-            events.alias("s"),
-            f"t.event_date = DATE'{day}' AND t.segment = s.segment "
-            "AND t.event = s.event AND t.url = s.url",
-        )
-        .whenNotMatchedInsertAll()
-        .execute()
+    return Merge(
+        "events",
+        events,
+        f"t.event_date = DATE'{day}' AND t.segment = s.segment "
+        "AND t.event = s.event AND t.url = s.url",
+        inserts=((None, None),),
     )

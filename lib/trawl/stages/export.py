@@ -18,9 +18,6 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from trawl.stages.common import StageContext
-from trawl.store.tables import list_segments, read_segment_table, read_table, segment_exists
-
 
 @dataclass(frozen=True)
 class Selection:
@@ -79,22 +76,9 @@ def _status_filter(statuses: Sequence[str]) -> Column:
     return out
 
 
-def select_captures(ctx: StageContext, selection: Selection) -> DataFrame:
-    """(segment, warc_file, warc_offset, url, http_status) of every selected capture."""
-    spark, root = ctx.spark, ctx.root
-    segments = list(selection.segments) or list_segments(spark, root)
-    fetched = [s for s in segments if segment_exists(spark, root, s, "fetch")]
-    missing = sorted(set(selection.segments) - set(fetched))
-    if missing:
-        raise ValueError(f"no fetched segment {', '.join(missing)} under {root}")
-    if not fetched:
-        raise ValueError(f"no fetched segments under {root}")
-    frames = [
-        read_segment_table(spark, root, s, "fetch").withColumn("segment", F.lit(s)) for s in fetched
-    ]
-    fetch = frames[0]
-    for frame in frames[1:]:
-        fetch = fetch.unionByName(frame)
+def select_captures(fetch: DataFrame, crawldb: DataFrame, selection: Selection) -> DataFrame:
+    """(segment, warc_file, warc_offset, url, http_status) of every selected
+    capture, from the chosen segments' fetch rows (with their ``segment``)."""
     rows = fetch.filter((F.col("kind") == "page") & F.col("warc_file").isNotNull())
     if selection.since:
         rows = rows.filter(F.col("fetched_at") >= F.lit(selection.since))
@@ -105,8 +89,7 @@ def select_captures(ctx: StageContext, selection: Selection) -> DataFrame:
     if selection.statuses:
         rows = rows.filter(_status_filter(selection.statuses))
     if selection.domains or not selection.duplicates:
-        crawldb = read_table(spark, root, "crawldb").select("url", "domain", "duplicate_of")
-        rows = rows.join(crawldb, "url", "left")
+        rows = rows.join(crawldb.select("url", "domain", "duplicate_of"), "url", "left")
         if selection.domains:
             rows = rows.filter(F.col("domain").isin(list(selection.domains)))
         if not selection.duplicates:

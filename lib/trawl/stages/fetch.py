@@ -17,7 +17,6 @@ addresses in ``segments/<id>/claims/`` (local and mounted roots).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -32,18 +31,10 @@ from trawl.fetch.claims import KNOWN_HOSTS_MAX, NewHostScope
 from trawl.fetch.rules import policy_source
 from trawl.fetch.task import run_fetch_task
 from trawl.stages.common import StageContext, concurrently
+from trawl.store.files import FetchPlaces
 from trawl.store.schemas import FETCH_SCHEMA
-from trawl.store.tables import read_segment_table, read_table, segment_path
 
 log = logging.getLogger(__name__)
-
-
-def local_dir(path: str) -> str | None:
-    """WARC files are written by Python on the executor: a local (or mounted)
-    path. Object-store roots are not written directly yet."""
-    if path.startswith("file:"):
-        return path[len("file:") :]
-    return None if "://" in path else path
 
 
 def fetch_partitions(
@@ -104,30 +95,21 @@ def new_host_scope(
     )
 
 
-def fetch_scope(ctx: StageContext) -> NewHostScope | None:
-    """``new_host_scope`` of the segment (None: no host starts in it)."""
-    fetchlist = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
-    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
-    claims_dir = local_dir(segment_path(ctx.root, ctx.segment, "claims"))
-    return new_host_scope(crawldb, fetchlist, ctx.cfg, claims_dir)
-
-
 def fetch(
-    ctx: StageContext, time_limit_s: float | None = None, scope: NewHostScope | None = None
+    fetchlist: DataFrame,
+    ctx: StageContext,
+    places: FetchPlaces,
+    time_limit_s: float | None = None,
+    scope: NewHostScope | None = None,
 ) -> DataFrame:
     """The segment's fetch rows, fetched when the frame is written; ``scope``
-    from ``fetch_scope`` (None: no host starts)."""
-    fetchlist = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist")
+    from ``new_host_scope`` (None: no host starts)."""
     limit = ctx.cfg.fetch.time_limit_s if time_limit_s is None else time_limit_s
     # The time limit is an operational bound on this run, not logical time.
     deadline = time.time() + limit
-    warc_dir = local_dir(segment_path(ctx.root, ctx.segment, "warc"))
-    # The policy table is read with delta-rs on the executors: local roots for
-    # now (an object store would need its storage options passed along).
-    policy_root = local_dir(ctx.root)
-    if scope is not None and scope.claims_dir is not None:  # a re-run's tasks claim afresh
-        shutil.rmtree(scope.claims_dir, ignore_errors=True)
-    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, warc_dir, deadline, policy_root, scope)
+    return fetch_partitions(
+        fetchlist, ctx.cfg, ctx.segment, places.warc_dir, deadline, places.policy_root, scope
+    )
 
 
 def started_hosts(rows: DataFrame, fetchlist: DataFrame) -> int:

@@ -6,7 +6,7 @@ duplicate), so injecting the same file twice changes nothing the second time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,9 +15,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from trawl.crawldb.admission import SeedError, admit, parse_seed_line, url_filter
-from trawl.stages.common import StageContext, map_records, materialize, release
+from trawl.stages.common import StageContext, map_records, materialize
 from trawl.store.schemas import CRAWLDB_SCHEMA
-from trawl.store.tables import delta_table, read_table
+from trawl.store.tables import Merge
 
 # Candidate rows carry the crawldb columns plus a rejection reason.
 CANDIDATE_SCHEMA = StructType(
@@ -80,18 +80,19 @@ def seed_candidates(ctx: StageContext, lines: DataFrame) -> DataFrame:
     return map_records(lines, fn, CANDIDATE_SCHEMA)
 
 
-def inject(
-    ctx: StageContext, seed_paths: Sequence[str], sitemap_paths: Sequence[str] = ()
-) -> InjectReport:
-    """Seeds (pages) and sitemap URLs (read as sitemaps when fetched) into crawldb."""
-    spark = ctx.spark
-    lines = None
-    for paths, sitemap in ((seed_paths, False), (sitemap_paths, True)):
-        if paths:
-            part = spark.read.text(list(paths)).withColumn("sitemap", F.lit(sitemap))
-            lines = part if lines is None else lines.unionByName(part)
-    if lines is None:
-        raise ValueError("nothing to inject: give seed files or --sitemaps files")
+@dataclass
+class Injected:
+    """inject's result: the report, and crawldb's MERGE of the new URLs
+    (``held``: frames to free once it ran)."""
+
+    report: InjectReport
+    merge: Merge
+    held: list[DataFrame]
+
+
+def inject(lines: DataFrame, crawldb: DataFrame, ctx: StageContext) -> Injected:
+    """Seed-file lines (``value``, and ``sitemap``: the line names a sitemap
+    URL, read as a sitemap when fetched) -> the URLs crawldb lacks, as a MERGE."""
     candidates = materialize(seed_candidates(ctx, lines))
     report = InjectReport()
     for row in candidates.groupBy("rejected").count().collect():
@@ -104,7 +105,7 @@ def inject(
         .select(*CRAWLDB_SCHEMA.fieldNames())
     )
     buckets = [r[0] for r in accepted.select("host_bucket").distinct().collect()]
-    existing = read_table(spark, ctx.root, "crawldb").filter(F.col("host_bucket").isin(buckets))
+    existing = crawldb.filter(F.col("host_bucket").isin(buckets))
     new = materialize(
         accepted.join(
             existing.select("host_bucket", "url_fp", "url"),
@@ -114,15 +115,10 @@ def inject(
     )
     report.accepted = new.count()
     report.duplicates = report.lines - sum(report.rejected.values()) - report.accepted
-    (
-        delta_table(spark, ctx.root, "crawldb")
-        .alias("t")
-        .merge(
-            new.alias("s"),
-            "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
-        )
-        .whenNotMatchedInsertAll()
-        .execute()
+    merge = Merge(
+        "crawldb",
+        new,
+        "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
+        inserts=((None, None),),
     )
-    release(candidates, new)
-    return report
+    return Injected(report, merge, [candidates, new])

@@ -18,10 +18,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from trawl.crawldb.budgets import COUNTER_DIGITS, ORIGIN_PREFIX
-from trawl.stages.common import StageContext, map_records, materialize, release
+from trawl.stages.common import StageContext, map_records
 from trawl.store.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
-from trawl.store.tables import read_table, replace_rows, table_path
-from trawl.url.normalize import registered_domain
+from trawl.url.keys import registered_domain
 from trawl.url.sessionparams import param_variants
 
 KEY = ["host_bucket", "url_fp", "url"]
@@ -98,15 +97,6 @@ def rejected_rows(rejected: DataFrame, ctx: StageContext) -> DataFrame:
     )
 
 
-def write_rejected(rows: DataFrame, ctx: StageContext) -> None:
-    """Replace this segment's updatedb rows of ``rejected`` (a re-run writes
-    the same rows again); no commit when there are none, before or now."""
-    where = f"segment = '{ctx.segment}' AND stage = 'updatedb'"
-    if rows.isEmpty() and read_table(ctx.spark, ctx.root, "rejected").filter(where).isEmpty():
-        return
-    replace_rows(rows, ctx.root, "rejected", where)
-
-
 def learn_session_params(pages: DataFrame, crawldb: DataFrame) -> DataFrame:
     """(host, param) pairs ``trawl.url.sessionparams`` calls session ids, from the
     segment's pages with a query and their hosts' earlier ones in
@@ -143,19 +133,19 @@ def learn_session_params(pages: DataFrame, crawldb: DataFrame) -> DataFrame:
     return verdict.filter((F.col("same") > 0) & (F.col("differ") == 0)).select("host", "param")
 
 
-def session_params(pages: DataFrame, crawldb: DataFrame, ctx: StageContext) -> dict[str, list[str]]:
-    """Add this segment's newly learned session parameters to ``hostparams``
-    (a re-run finds them known) and return all of them, host -> names."""
-    known = read_table(ctx.spark, ctx.root, "hostparams")
-    added = learn_session_params(pages, crawldb).join(known, ["host", "param"], "left_anti")
+def session_params(
+    pages: DataFrame, crawldb: DataFrame, hostparams: DataFrame, ctx: StageContext
+) -> tuple[dict[str, list[str]], DataFrame]:
+    """Every session parameter known, host -> names (``hostparams``'s and
+    this segment's newly learned ones), and the new ones as ``hostparams``
+    rows to append (a re-run finds them known)."""
+    known = hostparams.select("host", "param").collect()
+    added = learn_session_params(pages, crawldb).join(hostparams, ["host", "param"], "left_anti")
     rows = added.withColumn("segment", F.lit(ctx.segment)).collect()
-    if rows:
-        frame = ctx.spark.createDataFrame(rows, HOSTPARAMS_SCHEMA)
-        frame.write.format("delta").mode("append").save(table_path(ctx.root, "hostparams"))
     out: dict[str, list[str]] = {}
-    for r in read_table(ctx.spark, ctx.root, "hostparams").select("host", "param").collect():
+    for r in [*known, *rows]:
         out.setdefault(r["host"], []).append(r["param"])
-    return out
+    return out, pages.sparkSession.createDataFrame(rows, HOSTPARAMS_SCHEMA)
 
 
 def domain_pairs(sources: DataFrame) -> DataFrame:
@@ -179,20 +169,13 @@ def domain_pairs(sources: DataFrame) -> DataFrame:
     return map_records(links, fn, PAIR_SCHEMA).distinct()
 
 
-def add_domain_links(pairs: DataFrame, ctx: StageContext) -> int:
-    """Append the pairs ``domainlinks`` does not have yet (a re-run finds
-    none left to add); returns how many were added."""
-    known = read_table(ctx.spark, ctx.root, "domainlinks").select("from_domain", "to_domain")
-    added = materialize(
+def new_domain_links(pairs: DataFrame, domainlinks: DataFrame, ctx: StageContext) -> DataFrame:
+    """The ``domainlinks`` rows to append: the pairs it does not have yet (a
+    re-run finds none left to add)."""
+    known = domainlinks.select("from_domain", "to_domain")
+    return (
         pairs.join(known, ["from_domain", "to_domain"], "left_anti")
         .withColumn("first_segment", F.lit(ctx.segment))
         .withColumn("last_segment", F.lit(ctx.segment))
+        .select(*DOMAINLINKS_SCHEMA.fieldNames())
     )
-    count = added.count()
-    if count:
-        cols = DOMAINLINKS_SCHEMA.fieldNames()
-        added.select(*cols).write.format("delta").mode("append").save(
-            table_path(ctx.root, "domainlinks")
-        )
-    release(added)
-    return count

@@ -35,31 +35,25 @@ from trawl.crawldb.hoststate import merge_host
 from trawl.crawldb.transitions import FETCH_FIELDS, apply_fetch
 from trawl.stages.common import (
     StageContext,
-    beside,
     map_records,
     materialize,
-    release,
     sql_in,
 )
 from trawl.stages.inject import CANDIDATE_SCHEMA
 from trawl.stages.traps import (
     KEY,
-    add_domain_links,
     cap_new_urls,
     counter_run_col,
     domain_pairs,
+    new_domain_links,
     one_per_url,
     rejected_rows,
     session_params,
-    write_rejected,
 )
 from trawl.store.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
-from trawl.store.tables import (
-    delta_table,
-    read_segment_table,
-    read_table,
-)
-from trawl.url.normalize import UrlError, host_bucket, host_of, registered_domain
+from trawl.store.tables import Merge
+from trawl.url.keys import host_bucket, host_of, registered_domain
+from trawl.url.resolution import UrlError
 from trawl.url.sessionparams import strip_params
 
 CRAWLDB_COLS = CRAWLDB_SCHEMA.fieldNames()
@@ -266,79 +260,78 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
     return map_records(joined, fn, HOSTDB_SCHEMA)
 
 
-def updatedb(ctx: StageContext) -> UpdateReport:
-    spark, root = ctx.spark, ctx.root
-    fetch = materialize(read_segment_table(spark, root, ctx.segment, "fetch"))
+@dataclass
+class Updated:
+    """updatedb's result, for the runner to write (each write its own
+    commit, none reading what another writes): crawldb's MERGE of the
+    changes and new URLs, hostdb's of the hosts visited, the segment's
+    ``rejected`` rows, the new ``domainlinks`` and ``hostparams`` rows.
+    ``held``: frames to free once all are written."""
+
+    report: UpdateReport
+    crawldb: Merge
+    hosts: DataFrame
+    rejected: DataFrame
+    domainlinks: DataFrame
+    hostparams: DataFrame
+    held: list[DataFrame]
+
+
+def updatedb(
+    fetch: DataFrame,
+    crawldb: DataFrame,
+    hostdb: DataFrame,
+    hostparams: DataFrame,
+    domainlinks: DataFrame,
+    ctx: StageContext,
+) -> Updated:
+    """The segment's fetch rows against the crawl's tables: what each table
+    gains. The main line (new URLs -> changes) is computed here; the other
+    outputs are frames the runner computes as it writes them."""
+    fetch = materialize(fetch)
     pages = fetch.filter(F.col("kind") == "page")
     report = UpdateReport(fetched_rows=pages.count())
     page_buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
-    crawldb = read_table(spark, root, "crawldb")
     in_pages = crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}")
     sources = link_sources(fetch, in_pages)
-    # hostdb, the domain link graph and the rejected links each take their
-    # own commit and read nothing crawldb's MERGE changes: they run beside
-    # the main line (new URLs -> changes -> crawldb)
-    with beside() as side:
-        hosts_done = side.submit(update_hostdb, fetch, ctx)
-        links_done = side.submit(add_domain_links, domain_pairs(sources), ctx)
-        learned = session_params(pages, in_pages, ctx)
-        candidates = materialize(admitted_links(discovered_links(sources), ctx, learned))
-        admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
-        buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
-        touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
-        # kept: the caps, the rejected rows and the changes all read it
-        looked_up = materialize(look_up(admitted, touched))
-        new, over = cap_new_urls(
-            looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
-            looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
-            pages,
-            ctx,
-        )
-        # computed from the frames above, so from the same crawldb snapshot as
-        # the URLs added, whenever crawldb's MERGE commits
-        rejected_done = side.submit(
-            record_rejected,
-            rejected_rows(candidates.filter(F.col("rejected").isNotNull()), ctx).unionByName(
-                rejected_rows(over, ctx)
-            ),
-            ctx,
-        )
-        new = new.select(*CRAWLDB_COLS).withColumn("_op", F.lit("insert"))
-        # The segment touches a small share of crawldb's rows: those are picked
-        # out by broadcast keys before the wide joins, which then shuffle only
-        # them rather than every row of the touched buckets.
-        known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
-        changes = materialize(
-            updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
-            .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
-            .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
-        )
-        report.new_urls = changes.filter("_op = 'insert'").count()
-        merge_crawldb(changes, buckets, ctx)
-        report.rejected = rejected_done.result()
-        report.domain_links = links_done.result()
-        report.hosts = hosts_done.result()
-    release(fetch, candidates, looked_up, changes)
-    return report
-
-
-def record_rejected(rows: DataFrame, ctx: StageContext) -> dict[str, int]:
-    """Write the segment's rejected links (``write_rejected``); how many of
-    each reason, counted from what was written."""
-    write_rejected(rows, ctx)
-    written = read_table(ctx.spark, ctx.root, "rejected").filter(
-        (F.col("segment") == ctx.segment) & (F.col("stage") == "updatedb")
+    learned, new_params = session_params(pages, in_pages, hostparams, ctx)
+    candidates = materialize(admitted_links(discovered_links(sources), ctx, learned))
+    admitted = one_per_url(candidates.filter(F.col("rejected").isNull()))
+    buckets = page_buckets | {r[0] for r in admitted.select("host_bucket").distinct().collect()}
+    touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
+    # kept: the caps, the rejected rows and the changes all read it
+    looked_up = materialize(look_up(admitted, touched))
+    new, over = cap_new_urls(
+        looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
+        looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
+        pages,
+        ctx,
     )
-    return {row["reason"]: row["count"] for row in written.groupBy("reason").count().collect()}
-
-
-def update_hostdb(fetch: DataFrame, ctx: StageContext) -> int:
-    """MERGE the segment's visits into hostdb; how many hosts changed."""
-    hosts = materialize(host_rows(read_table(ctx.spark, ctx.root, "hostdb"), fetch, ctx))
-    count = hosts.count()
-    merge_hostdb(hosts, ctx)
-    release(hosts)
-    return count
+    # from the frames above, so from the same crawldb snapshot as the URLs
+    # added, whenever crawldb's MERGE commits
+    rejected = rejected_rows(candidates.filter(F.col("rejected").isNotNull()), ctx).unionByName(
+        rejected_rows(over, ctx)
+    )
+    new = new.select(*CRAWLDB_COLS).withColumn("_op", F.lit("insert"))
+    # The segment touches a small share of crawldb's rows: those are picked
+    # out by broadcast keys before the wide joins, which then shuffle only
+    # them rather than every row of the touched buckets.
+    known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
+    changes = materialize(
+        updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
+        .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
+        .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
+    )
+    report.new_urls = changes.filter("_op = 'insert'").count()
+    return Updated(
+        report,
+        crawldb_changes(changes, buckets),
+        host_rows(hostdb, fetch, ctx),
+        rejected,
+        new_domain_links(domain_pairs(sources), domainlinks, ctx),
+        new_params,
+        [fetch, candidates, looked_up, changes],
+    )
 
 
 def look_up(admitted: DataFrame, touched: DataFrame) -> DataFrame:
@@ -379,31 +372,30 @@ def sitemap_hints(admitted: DataFrame, crawldb: DataFrame, pages: DataFrame) -> 
     )
 
 
-def merge_crawldb(changes: DataFrame, buckets: set[int], ctx: StageContext) -> None:
+def crawldb_changes(changes: DataFrame, buckets: set[int]) -> Merge:
+    """crawldb's MERGE of updatedb's rows (``_op``: update, hint, insert)."""
     assignments: dict[str, str | Column] = {c: f"s.{c}" for c in CRAWLDB_COLS}
     newest = "greatest(t.sitemap_lastmod, s.sitemap_lastmod)"
-    (
-        delta_table(ctx.spark, ctx.root, "crawldb")
-        .alias("t")
-        .merge(
-            changes.alias("s"),
-            f"t.host_bucket IN {sql_in(buckets)} AND t.host_bucket = s.host_bucket "
-            "AND t.url_fp = s.url_fp AND t.url = s.url",
-        )
-        .whenMatchedUpdate(condition="s._op = 'update'", set=assignments)
-        .whenMatchedUpdate(condition="s._op = 'hint'", set={"sitemap_lastmod": F.expr(newest)})
-        .whenNotMatchedInsert(condition="s._op = 'insert'", values=assignments)
-        .execute()
+    return Merge(
+        "crawldb",
+        changes,
+        f"t.host_bucket IN {sql_in(buckets)} AND t.host_bucket = s.host_bucket "
+        "AND t.url_fp = s.url_fp AND t.url = s.url",
+        updates=(
+            ("s._op = 'update'", assignments),
+            ("s._op = 'hint'", {"sitemap_lastmod": F.expr(newest)}),
+        ),
+        inserts=(("s._op = 'insert'", assignments),),
     )
 
 
-def merge_hostdb(hosts: DataFrame, ctx: StageContext) -> None:
+def hostdb_changes(hosts: DataFrame) -> Merge:
+    """hostdb's MERGE of the visited hosts' new rows (``host_rows``)."""
     assignments: dict[str, str | Column] = {c: f"s.{c}" for c in HOSTDB_SCHEMA.fieldNames()}
-    (
-        delta_table(ctx.spark, ctx.root, "hostdb")
-        .alias("t")
-        .merge(hosts.alias("s"), "t.host_bucket = s.host_bucket AND t.host = s.host")
-        .whenMatchedUpdate(set=assignments)
-        .whenNotMatchedInsert(values=assignments)
-        .execute()
+    return Merge(
+        "hostdb",
+        hosts,
+        "t.host_bucket = s.host_bucket AND t.host = s.host",
+        updates=((None, assignments),),
+        inserts=((None, assignments),),
     )

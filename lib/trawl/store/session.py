@@ -33,7 +33,7 @@ BASE_CONF: dict[str, str] = {
     # A join whose smaller side's shuffle partitions all fit in 64 MiB hashes
     # them instead of sorting both sides: a MERGE's source against crawldb's
     # rows (bench_scale, 3M URLs, against Spark's default 0: generate 64 -> 49 s,
-    # updatedb 95 -> 92 s; see README).
+    # updatedb 95 -> 92 s; see docs/scale.md).
     "spark.sql.adaptive.maxShuffledHashJoinLocalMapThreshold": "64m",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.databricks.delta.schema.autoMerge.enabled": "false",
@@ -50,7 +50,7 @@ BASE_CONF: dict[str, str] = {
 # crawl, the compiler threads used 70 of the crawl's 192 CPU-seconds, on two
 # cores beside the jobs waiting for it. "c1" stops at C1, with the code cache the
 # tiered JVM would have (C1 alone gets 48 MB, and its sweeper then spends
-# seconds evicting and recompiling). README, "The driver's JIT".
+# seconds evicting and recompiling). docs/scale.md, "The driver's JIT".
 DRIVER_JIT_OPTIONS: dict[str, list[str]] = {
     "c1": ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"],
     "tiered": [],

@@ -10,9 +10,10 @@ job is safe to re-run.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 from trawl.store.schemas import (
     CONTENT_SCHEMA,
@@ -31,8 +32,11 @@ from trawl.store.schemas import (
 
 if TYPE_CHECKING:
     from delta.tables import DeltaTable
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+# A MERGE clause's columns: target column -> SQL expression or Column
+Assignments = Mapping[str, Union[str, "Column"]]
 
 # name -> (schema, partition columns)
 TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
@@ -184,6 +188,62 @@ def delta_table(spark: SparkSession, root: str, name: str) -> DeltaTable:
     return DeltaTable.forPath(spark, ensure_table(spark, root, name))
 
 
+@dataclass(frozen=True)
+class Merge:
+    """A MERGE into one crawl table, as a value: a stage builds it (source
+    rows, join condition, clauses), ``merge`` runs it. The target is
+    aliased ``t`` and the source ``s``. Clauses apply in Delta's order: the
+    first ``updates`` entry whose condition holds, else ``delete_matched``;
+    for unmatched source rows the first ``inserts`` entry whose condition
+    holds (its assignments, or every column when None)."""
+
+    table: str
+    source: DataFrame
+    on: str
+    updates: tuple[tuple[str | None, Assignments], ...] = ()
+    delete_matched: bool = False
+    inserts: tuple[tuple[str | None, Assignments | None], ...] = ()
+
+
+def merge(spark: SparkSession, root: str, plan: Merge) -> None:
+    """Run ``plan`` against its table under ``root`` (one commit)."""
+    builder = delta_table(spark, root, plan.table).alias("t").merge(plan.source.alias("s"), plan.on)
+    for condition, assignments in plan.updates:
+        builder = builder.whenMatchedUpdate(condition=condition, set=dict(assignments))
+    if plan.delete_matched:
+        builder = builder.whenMatchedDelete()
+    for condition, values in plan.inserts:
+        if values is None:
+            builder = builder.whenNotMatchedInsertAll(condition=condition)
+        else:
+            builder = builder.whenNotMatchedInsert(condition=condition, values=dict(values))  # type: ignore[arg-type]
+    builder.execute()
+
+
+def append_rows(df: DataFrame, root: str, name: str) -> None:
+    """Append ``df`` to table ``name`` (one commit), in the table's column order."""
+    schema, _ = TABLES[name]
+    path = ensure_table(df.sparkSession, root, name)
+    df.select(*schema.fieldNames()).write.format("delta").mode("append").save(path)
+
+
+def read_seed_lines(
+    spark: SparkSession, seed_paths: Sequence[str], sitemap_paths: Sequence[str] = ()
+) -> DataFrame:
+    """The lines of seed files (``value``), with ``sitemap`` true for the
+    files given as sitemap lists (``--sitemaps``)."""
+    from pyspark.sql import functions as F
+
+    lines = None
+    for paths, sitemap in ((seed_paths, False), (sitemap_paths, True)):
+        if paths:
+            part = spark.read.text(list(paths)).withColumn("sitemap", F.lit(sitemap))
+            lines = part if lines is None else lines.unionByName(part)
+    if lines is None:
+        raise ValueError("nothing to inject: give seed files or --sitemaps files")
+    return lines
+
+
 def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> str:
     """Replace the segment's table whole (idempotent re-runs)."""
     schema = SEGMENT_TABLES[name]
@@ -211,6 +271,32 @@ def segment_exists(spark: SparkSession, root: str, segment: str, name: str) -> b
     from delta.tables import DeltaTable
 
     return bool(DeltaTable.isDeltaTable(spark, segment_path(root, segment, name)))
+
+
+def fetched_segments(spark: SparkSession, root: str, wanted: Sequence[str] = ()) -> list[str]:
+    """The segments of ``wanted`` (default: all) that have a fetch table;
+    ValueError naming those that do not, or when there is none."""
+    segments = list(wanted) or list_segments(spark, root)
+    fetched = [s for s in segments if segment_exists(spark, root, s, "fetch")]
+    missing = sorted(set(wanted) - set(fetched))
+    if missing:
+        raise ValueError(f"no fetched segment {', '.join(missing)} under {root}")
+    if not fetched:
+        raise ValueError(f"no fetched segments under {root}")
+    return fetched
+
+
+def read_segments(spark: SparkSession, root: str, segments: Sequence[str], name: str) -> DataFrame:
+    """Table ``name`` of every one of ``segments`` (which have it), as one
+    frame with a ``segment`` column."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    frames = [
+        read_segment_table(spark, root, s, name).withColumn("segment", F.lit(s)) for s in segments
+    ]
+    return reduce(lambda a, b: a.unionByName(b), frames)
 
 
 def list_segments(spark: SparkSession, root: str) -> list[str]:

@@ -53,7 +53,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trawl.net.client import FetchError, parse_target
+from trawl.net.request import parse_target
+from trawl.net.response import FetchError
 from trawl.testweb.audit import ShortGap
 
 #: How far the web's start may lie outside a crawler request's [start, end]

@@ -1,49 +1,43 @@
-"""URL resolution, normalisation and the keys derived from a URL.
+"""URL normalisation: one canonical spelling per resource.
 
 Every URL that enters the crawl db goes through :func:`normalize` first, so
 that spellings of the same resource (``HTTP://Example.com:80/a/./b#x`` and
-``http://example.com/a/b``) collapse to one row and one ``url_fp``. Links found
-in pages are made absolute with :func:`resolve` before that.
+``http://example.com/a/b``) collapse to one row and one ``url_fp``
+(``trawl.url.keys``). Links found in pages are made absolute with
+``trawl.url.resolution.resolve`` before that.
 
 Why it is built this way:
 
-* :func:`resolve` follows RFC 3986 section 5.2 literally (strict parser, no
-  ``urljoin``): ``urllib.parse.urljoin`` is not conformant (it mishandles some
-  of the section 5.4 abnormal examples), and link resolution must be exact or
-  the crawler invents URLs that no browser would request.
 * :func:`normalize` applies only the equivalence-preserving normalisations of
   RFC 3986 section 6.2.2 / 6.2.3 plus two crawler conventions (drop the
   fragment, drop tracking parameters). It never sorts or decodes reserved
   characters, because servers may treat those differently.
+* Session-id parameters are dropped too, from the query and from path
+  parameters: a server minting one per visit would otherwise give every page
+  endless names.
+* Hosts are lower-cased and IDNA-encoded (UTS #46 mapping as browsers do, RFC
+  5891 punycode), IPv6 literals written canonically (RFC 5952), default ports
+  dropped: :func:`normalize_authority`, which ``trawl.url.keys.host_of``
+  shares.
 * Everything is pure Python on ``str`` (no pyspark import) so it runs unchanged
-  inside Spark UDFs and is unit-tested without a JVM. The public-suffix lookup
-  uses tldextract's bundled snapshot only: executors have no internet and must
-  all agree on the same suffix list.
+  inside Spark UDFs and is unit-tested without a JVM.
 """
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
 
 import idna
-import mmh3
-import tldextract
+
+from trawl.url.resolution import UriParts, UrlError, recompose, remove_dot_segments, split_uri
 
 __all__ = [
     "DEFAULT_SESSION_PARAMS",
     "DEFAULT_STRIP_PARAMS",
-    "UrlError",
-    "host_bucket",
-    "host_of",
     "normalize",
-    "registered_domain",
-    "remove_dot_segments",
-    "resolve",
-    "url_fingerprint",
+    "normalize_authority",
 ]
 
 # Query parameters that only carry click/campaign tracking, never page identity.
@@ -92,8 +86,6 @@ DEFAULT_SESSION_PARAMS: tuple[str, ...] = (
 # Default ports dropped by RFC 3986 6.2.3 (scheme-based normalisation).
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
-# RFC 3986 Appendix B: the component-splitting regular expression.
-_URI_RE = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.S)
 # RFC 3986 3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
 # DNS-style host labels (RFC 1123), tolerating "_" which real sites use.
@@ -110,123 +102,7 @@ _QUERY_SAFE = _PATH_SAFE | {"?"}
 _HEX = "0123456789ABCDEF"
 
 # WHATWG URL parsing: ASCII tab and newline are removed from anywhere in the input.
-_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
-
-
-class UrlError(ValueError):
-    """A URL that cannot be resolved or normalised; ``reason`` is machine-readable."""
-
-    def __init__(self, reason: str, url: str) -> None:
-        super().__init__(f"{reason}: {url!r}")
-        self.reason = reason
-        self.url = url
-
-
-class _Parts(NamedTuple):
-    """The five RFC 3986 components; ``None`` means the component is undefined."""
-
-    scheme: str | None
-    authority: str | None
-    path: str
-    query: str | None
-    fragment: str | None
-
-
-def _split(uri: str) -> _Parts:
-    """Split a URI reference into components (RFC 3986 Appendix B)."""
-    m = _URI_RE.match(uri)
-    if m is None:  # the expression matches every string; kept for the type checker
-        raise UrlError("unparsable", uri)
-    scheme, authority, path, query, fragment = m.groups()
-    return _Parts(scheme, authority, path, query, fragment)
-
-
-def _recompose(p: _Parts) -> str:
-    """RFC 3986 5.3 component recomposition."""
-    out = []
-    if p.scheme is not None:
-        out.append(p.scheme + ":")
-    if p.authority is not None:
-        out.append("//" + p.authority)
-    out.append(p.path)
-    if p.query is not None:
-        out.append("?" + p.query)
-    if p.fragment is not None:
-        out.append("#" + p.fragment)
-    return "".join(out)
-
-
-# --------------------------------------------------------------------------- resolution
-
-
-def remove_dot_segments(path: str) -> str:
-    """RFC 3986 5.2.4: remove "." and ".." segments, step by step as the RFC writes it."""
-    inp, out = path, ""
-    while inp:
-        if inp.startswith(("../", "./")):  # 2.A: drop the prefix
-            inp = inp[inp.find("/") + 1 :]
-        elif inp.startswith("/./") or inp == "/.":  # 2.B: replace the prefix with "/"
-            inp = "/" + inp[3:]
-        elif inp.startswith("/../") or inp == "/..":  # 2.C: ... and pop the last output segment
-            inp = "/" + inp[4:]
-            out = out[: max(out.rfind("/"), 0)]
-        elif inp in (".", ".."):  # 2.D
-            inp = ""
-        else:  # 2.E: move the first segment (with its leading "/", if any) to the output
-            cut = inp.find("/", 1)
-            cut = len(inp) if cut < 0 else cut
-            out, inp = out + inp[:cut], inp[cut:]
-    return out
-
-
-def _merge(base: _Parts, ref_path: str) -> str:
-    """RFC 3986 5.2.3: merge a relative-path reference with the base path."""
-    if base.authority is not None and base.path == "":
-        return "/" + ref_path
-    return base.path[: base.path.rfind("/") + 1] + ref_path
-
-
-def resolve(base: str, reference: str) -> str:
-    """Resolve ``reference`` against the absolute URI ``base`` (RFC 3986 5.2.2, strict).
-
-    The strings are taken as they are: strip whitespace from ``href`` values
-    before calling (HTML does), and :func:`normalize` the result before storing it.
-    """
-    b = _split(base)
-    if b.scheme is None:  # RFC 3986 5.2.1: the base URI must be absolute
-        raise UrlError("no_scheme", base)
-    r = _split(reference)
-    if r.scheme is not None:
-        t_scheme, t_auth, t_path, t_query = (
-            r.scheme,
-            r.authority,
-            remove_dot_segments(r.path),
-            r.query,
-        )
-    elif r.authority is not None:
-        t_scheme, t_auth, t_path, t_query = (
-            b.scheme,
-            r.authority,
-            remove_dot_segments(r.path),
-            r.query,
-        )
-    elif r.path == "":
-        t_scheme, t_auth, t_path = b.scheme, b.authority, b.path
-        t_query = r.query if r.query is not None else b.query
-    elif r.path.startswith("/"):
-        t_scheme, t_auth, t_path, t_query = (
-            b.scheme,
-            b.authority,
-            remove_dot_segments(r.path),
-            r.query,
-        )
-    else:
-        merged = remove_dot_segments(_merge(b, r.path))
-        t_scheme, t_auth, t_path, t_query = b.scheme, b.authority, merged, r.query
-    return _recompose(_Parts(t_scheme, t_auth, t_path, t_query, r.fragment))
-
-
-# --------------------------------------------------------------------------- normalisation
+TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 
 
 def _pct_tidy(text: str, safe: frozenset[str], url: str) -> str:
@@ -331,7 +207,7 @@ def _port(port: str, scheme: str, url: str) -> str:
     return "" if _DEFAULT_PORTS.get(scheme) == value else str(value)
 
 
-def _authority(authority: str, scheme: str, url: str) -> tuple[str, str, str]:
+def normalize_authority(authority: str, scheme: str, url: str) -> tuple[str, str, str]:
     """Normalise an authority into (userinfo, host, port); empty strings mean absent."""
     userinfo, sep, hostport = authority.rpartition("@")
     userinfo = _pct_tidy(userinfo, _USERINFO_SAFE, url) if sep else ""
@@ -404,8 +280,8 @@ def normalize(
     ``bad_host``, ``bad_port`` or ``unparsable``). ``normalize(normalize(u)) ==
     normalize(u)`` for every ``u`` that does not raise.
     """
-    text = url.strip().translate(_TAB_NEWLINE)
-    p = _split(text)
+    text = url.strip().translate(TAB_NEWLINE)
+    p = split_uri(text)
     if p.scheme is None:
         raise UrlError("no_scheme", url)
     if not _SCHEME_RE.fullmatch(p.scheme):
@@ -413,7 +289,7 @@ def normalize(
     if not p.authority:
         raise UrlError("no_host", url)
     scheme = p.scheme.lower()  # RFC 3986 6.2.2.1: scheme is case-insensitive
-    userinfo, host, port = _authority(p.authority, scheme, url)
+    userinfo, host, port = normalize_authority(p.authority, scheme, url)
     authority = (userinfo + "@" if userinfo else "") + host + (":" + port if port else "")
     # RFC 3986 6.2.2.2 then 6.2.2.3: decode unreserved first so "%2E%2E" is a dot segment.
     path = remove_dot_segments(_pct_tidy(p.path, _PATH_SAFE, url)) or "/"  # 6.2.3: empty -> "/"
@@ -424,67 +300,4 @@ def normalize(
             _strip_query(_pct_tidy(p.query, _QUERY_SAFE, url), strip_params, session_params) or None
         )
     # The fragment is never sent to the server: drop it.
-    return _recompose(_Parts(scheme, authority, path, query, None))
-
-
-# --------------------------------------------------------------------------- derived keys
-
-
-def host_of(url: str) -> str:
-    """The normalised host of ``url`` without userinfo or port (IPv6 keeps its brackets)."""
-    p = _split(url.strip().translate(_TAB_NEWLINE))
-    if p.scheme is None:
-        raise UrlError("no_scheme", url)
-    if not p.authority:
-        raise UrlError("no_host", url)
-    return _authority(p.authority, p.scheme.lower(), url)[1]
-
-
-@functools.cache
-def _extractor() -> tldextract.TLDExtract:
-    """One offline extractor per process: bundled PSL snapshot, no cache dir, no fetch."""
-    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=65_536)
-def registered_domain(host: str) -> str:
-    """The registrable domain (public suffix + one label) of a host, for per-site grouping.
-
-    IP addresses are returned as they are. A host that is itself a public suffix is
-    returned whole. Hosts under no known suffix (``localhost``, ``site-7.test``,
-    ``intranet.corp``) fall back to their last two labels. Cached: a page's
-    links, and a segment's, keep naming the same hosts.
-    """
-    host = host.strip().lower().removesuffix(".")
-    if _is_ip(host):
-        return host
-    parts = _extractor()(host)
-    if parts.suffix:
-        return f"{parts.domain}.{parts.suffix}" if parts.domain else host
-    return ".".join(host.split(".")[-2:])
-
-
-def url_fingerprint(url: str) -> int:
-    """Signed 64-bit MurmurHash3 (x64, seed 0) of ``url``: the ``url_fp`` column.
-
-    Pass the output of :func:`normalize`; the string is hashed exactly as given.
-    """
-    return mmh3.hash64(url.encode("utf-8"), seed=0, signed=True)[0]
-
-
-def host_bucket(host: str, buckets: int) -> int:
-    """A stable bucket in ``[0, buckets)`` from MurmurHash3-32 of ``host``.
-
-    Stable across processes and Python versions, unlike ``hash()`` (PYTHONHASHSEED).
-    """
-    if buckets <= 0:
-        raise ValueError(f"buckets must be positive, got {buckets}")
-    return mmh3.hash(host.encode("utf-8"), seed=0, signed=False) % buckets
+    return recompose(UriParts(scheme, authority, path, query, None))

@@ -36,7 +36,7 @@ warcio's ``Indexer``), and done the same way here:
   spill files with ``heapq.merge`` too).
 
 Where cdxj-indexer reads a broken file up to the first error and then dies
-with a traceback, we raise :class:`~trawl.warc.reader.WarcFormatError` naming the
+with a traceback, we raise :class:`~trawl.warc.record.WarcFormatError` naming the
 record. ARC files and directories of inputs are not supported.
 """
 
@@ -55,7 +55,8 @@ import surt  # type: ignore[import-untyped]
 from warcio.timeutils import iso_date_to_timestamp
 from warcio.utils import Digester
 
-from trawl.warc.reader import HttpHead, WarcFormatError, WarcRecord, iter_records
+from trawl.warc.reader import iter_records
+from trawl.warc.record import HttpHead, WarcFormatError, WarcRecord
 
 __all__ = ["INDEXED_TYPES", "index_lines", "merge_indexes", "write_index"]
 

@@ -3,8 +3,9 @@ copied into new files for an archive (``trawl warc get``, ``trawl export warc``)
 
 A ``warc_ref`` (the events table's, the fetch table's ``warc_file``,
 ``warc_offset``, ``warc_length``) names a file by its basename; the file lives
-in its segment's ``warc/`` folder (``locate``). ``parse_ref`` reads the forms a
-user pastes: the events' JSON object, or ``FILE:OFFSET[:LENGTH]``.
+in its segment's ``warc/`` folder (found by ``trawl.store.files.locate_warc``).
+``parse_ref`` reads the forms a user pastes: the events' JSON object, or
+``FILE:OFFSET[:LENGTH]``.
 
 Export copies records byte for byte: each is its own gzip member (WARC 1.1
 annex D), so a record is copied as the member it is, digests and all, never
@@ -26,10 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trawl.warc.reader import WarcRecord, iter_records, read_record
-from trawl.warc.writer import WarcRef, WarcWriter, warc_filename
+from trawl.warc.archive import warc_filename
+from trawl.warc.reader import iter_records, read_record
+from trawl.warc.record import WarcRecord
+from trawl.warc.writer import WarcRef, WarcWriter
 
-__all__ = ["ExportResult", "export_captures", "get_record", "locate", "parse_ref"]
+__all__ = ["ExportResult", "export_captures", "get_record", "parse_ref"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CAPTURE_TYPES = ("response", "revisit")
@@ -55,18 +58,9 @@ def parse_ref(text: str) -> WarcRef:
     return WarcRef(str(file), offset, length)
 
 
-def locate(root: str | Path, file: str) -> Path:
-    """The WARC file ``file`` (a basename) of the crawl at ``root``."""
-    found = sorted(Path(root).glob(f"segments/*/warc/{file}"))
-    if not found:
-        raise FileNotFoundError(f"no WARC file {file!r} under {root}/segments/*/warc/")
-    return found[0]
-
-
-def get_record(root: str | Path, ref: WarcRef) -> tuple[WarcRecord, bytes]:
-    """The record ``ref`` points to (digests checked), and its bytes exactly as
-    stored, uncompressed."""
-    path = locate(root, ref.file)
+def get_record(path: Path, ref: WarcRef) -> tuple[WarcRecord, bytes]:
+    """The record ``ref`` points to in the WARC file at ``path`` (digests
+    checked), and its bytes exactly as stored, uncompressed."""
     length = ref.length or _member_length(path, ref.offset)
     record = read_record(path, ref.offset, length)
     with path.open("rb") as fh:

@@ -1,9 +1,11 @@
-"""Read WARC files back: record framing, offsets, digests, and what is wrong.
+"""Read WARC files back: record framing, offsets, and what is wrong.
 
 Three entry points: :func:`iter_records` walks a file record by record,
 :func:`read_record` reads the one record a ``warc_ref`` (file, offset, length)
 points to, as ``trawl warc get`` does, and :func:`check_file` lists every problem
-it finds without raising.
+it finds without raising. Records come out as ``trawl.warc.record.WarcRecord``;
+with ``verify`` their mandatory fields and digests are checked
+(``trawl.warc.integrity``).
 
 How it is built, and why:
 
@@ -27,140 +29,30 @@ How it is built, and why:
 * Every record must carry ``WARC-Type`` and a numeric ``Content-Length``
   (section 4 and 5.6: nothing else frames it), and its block must be followed by
   CRLF CRLF; otherwise Content-Length is wrong and nothing after it can be trusted.
-* With ``verify``, ``WARC-Block-Digest`` (section 5.8, over the block) and
-  ``WARC-Payload-Digest`` (section 5.9, over the payload) are checked. Labels
-  ``sha1``, ``sha256``, ``sha512``, ``md5`` (with or without a hyphen: what
-  warcio's ``Digester``, i.e. ``hashlib``, computes), values in base32 (the
-  section 5.8 example), base16 or base64 (RFC 4648, as warcio accepts). The
-  payload of an HTTP block is what follows the HTTP head; when the head says
-  ``Transfer-Encoding: chunked`` a digest of the de-chunked body is accepted too
-  (section 6.3.2 says "with any transfer-encoding removed", while warcio and most
-  writers digest the bytes as stored). A revisit's payload digest names the
-  record it revisits (section 6.7.2), and a segment's covers the whole payload
-  (section 7), so neither is checked against the record's own bytes.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import io
 import re
 import zlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
-__all__ = ["HttpHead", "WarcFormatError", "WarcRecord", "check_file", "iter_records", "read_record"]
+from trawl.warc.integrity import record_problems
+from trawl.warc.record import Headers, WarcFormatError, WarcRecord, header_value
 
-Headers = tuple[tuple[str, str], ...]
+__all__ = ["check_file", "iter_records", "read_record"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _RECORD_END = b"\r\n\r\n"  # section 4: warc-record = header CRLF block CRLF CRLF
 _READ_SIZE = 1 << 16
 
 _WARC_PARSER = StatusAndHeadersParser(["WARC/1.1", "WARC/1.0", "WARC/0.18", "WARC/0.17"])
-# verify=False: the first line is split at its first space, whatever it says
-# (warcio reads requests and responses this way for cdxj-indexer).
-_HTTP_PARSER = StatusAndHeadersParser([], verify=False)
-
-# warcio's rule for which blocks start with an HTTP head (ArcWarcRecordLoader).
-_HTTP_RECORD_TYPES = ("response", "request", "revisit")
-_HTTP_SCHEMES = ("http:", "https:")
-
-# Section 4: mandatory fields besides WARC-Type and Content-Length, which frame the record.
-_MANDATORY_FIELDS = ("WARC-Record-ID", "WARC-Date")
-
-_DIGEST_ALGORITHMS = frozenset({"sha1", "sha256", "sha512", "md5"})  # hashlib names
 _DIGITS = re.compile(r"[0-9]+")  # section 5.6: Content-Length = 1*DIGIT
-_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]+")  # RFC 9112 7.1: chunk-size = 1*HEXDIG
-
-
-class WarcFormatError(ValueError):
-    """A WARC file, or the bytes at a ``warc_ref``, is not what WARC 1.1 says.
-
-    ``file`` names the file (or the source given), ``offset`` the record's offset
-    and ``problem`` what is wrong with it.
-    """
-
-    def __init__(self, file: str, offset: int, problem: str) -> None:
-        super().__init__(f"{file}: record at offset {offset}: {problem}")
-        self.file = file
-        self.offset = offset
-        self.problem = problem
-
-
-@dataclass(frozen=True, slots=True)
-class HttpHead:
-    """The HTTP head at the start of a block, as warcio parses it.
-
-    ``protocol`` is the first word of the first line ("HTTP/1.1", or the method of
-    a request) and ``status_line`` the rest ("200 OK", "/ HTTP/1.1"). ``length`` is
-    its size in bytes, the blank line included.
-    """
-
-    protocol: str
-    status_line: str
-    headers: Headers
-    length: int
-
-    @property
-    def status(self) -> str:
-        """The status code of a response ("200"): the first word of ``status_line``."""
-        return self.status_line.split(" ", 1)[0]
-
-    def header(self, name: str) -> str | None:
-        return _first(self.headers, name)
-
-
-@dataclass(frozen=True, slots=True)
-class WarcRecord:
-    """One WARC record: where it is, its header fields and its block.
-
-    ``headers`` are the header fields in file order (names as written);
-    ``block`` is the Content-Length bytes after them (section 4), as stored.
-    """
-
-    offset: int
-    length: int
-    rec_type: str
-    headers: Headers
-    block: bytes = field(repr=False)
-    version: str = "WARC/1.1"
-
-    def header(self, name: str) -> str | None:
-        """The first field called ``name`` (any case), or None."""
-        return _first(self.headers, name)
-
-    @property
-    def target_uri(self) -> str | None:
-        """WARC-Target-URI as warcio reads it: angle brackets (the wget 1.19 bug)
-        stripped, spaces percent-encoded."""
-        uri = self.header("WARC-Target-URI")
-        if uri is not None and uri.startswith("<") and uri.endswith(">"):
-            uri = uri[1:-1]
-        return None if uri is None else uri.replace(" ", "%20")
-
-    def http_head(self) -> HttpHead | None:
-        """The HTTP head of a non-empty response, request or revisit block of an
-        http(s) URI (warcio's rule); None for any other record."""
-        uri = self.target_uri
-        if self.rec_type not in _HTTP_RECORD_TYPES or not self.block or uri is None:
-            return None
-        if not uri.startswith(_HTTP_SCHEMES):
-            return None
-        stream = io.BytesIO(self.block)
-        parsed = _HTTP_PARSER.parse(stream)
-        headers = tuple((str(k), str(v)) for k, v in parsed.headers)
-        return HttpHead(str(parsed.protocol), str(parsed.statusline), headers, stream.tell())
-
-    def payload(self) -> bytes:
-        """The block after its HTTP head, if it has one (section 5.9), else the block."""
-        head = self.http_head()
-        return self.block[head.length :] if head is not None else self.block
 
 
 # --- public API --------------------------------------------------------------------
@@ -174,7 +66,7 @@ def iter_records(path: str | Path, verify: bool = True) -> Iterator[WarcRecord]:
     """
     for record in _framed_records(Path(path)):
         if verify:
-            problems = _record_problems(record)
+            problems = record_problems(record)
             if problems:
                 raise WarcFormatError(str(path), record.offset, "; ".join(problems))
         yield record
@@ -205,7 +97,7 @@ def read_record(
         record = _member_record(data, name, offset, length)
     else:
         record = _span_record(span, name, offset)
-    if verify and (problems := _record_problems(record)):
+    if verify and (problems := record_problems(record)):
         raise WarcFormatError(name, offset, "; ".join(problems))
     return record
 
@@ -220,7 +112,7 @@ def check_file(path: str | Path) -> list[str]:
         for record in _framed_records(Path(path)):
             count += 1
             where = f"{path}: record at offset {record.offset}"
-            problems.extend(f"{where}: {problem}" for problem in _record_problems(record))
+            problems.extend(f"{where}: {problem}" for problem in record_problems(record))
     except WarcFormatError as exc:
         problems.append(str(exc))
     except OSError as exc:
@@ -363,7 +255,7 @@ def _read_head_and_block(
 
 
 def _content_length(headers: Headers, name: str, offset: int) -> int:
-    value = _first(headers, "Content-Length")
+    value = header_value(headers, "Content-Length")
     if value is None:
         raise WarcFormatError(name, offset, "no Content-Length (mandatory, section 5.6)")
     if not _DIGITS.fullmatch(value.strip()):
@@ -374,7 +266,7 @@ def _content_length(headers: Headers, name: str, offset: int) -> int:
 def _record(
     name: str, offset: int, length: int, version: str, headers: Headers, block: bytes
 ) -> WarcRecord:
-    rec_type = _first(headers, "WARC-Type")
+    rec_type = header_value(headers, "WARC-Type")
     if not rec_type:
         raise WarcFormatError(name, offset, "no WARC-Type (mandatory, section 5.5)")
     return WarcRecord(offset, length, rec_type, headers, block, version)
@@ -400,88 +292,3 @@ def _read_span(
             return str(source), fh.read(length)
     source.seek(offset)
     return str(getattr(source, "name", "<stream>")), source.read(length)
-
-
-def _first(headers: Headers, name: str) -> str | None:
-    lower = name.lower()
-    return next((value for key, value in headers if key.lower() == lower), None)
-
-
-# --- checks ------------------------------------------------------------------------
-
-
-def _record_problems(record: WarcRecord) -> list[str]:
-    """Missing mandatory fields and digest mismatches, as sentences."""
-    problems = [
-        f"no {name} (mandatory, section 4)" for name in _MANDATORY_FIELDS if not record.header(name)
-    ]
-    block_digest = record.header("WARC-Block-Digest")
-    if block_digest:
-        problems += _digest_problems("WARC-Block-Digest", block_digest, [record.block])
-    payload_digest = record.header("WARC-Payload-Digest")
-    if payload_digest and record.rec_type != "revisit" and not record.header("WARC-Segment-Number"):
-        problems += _digest_problems("WARC-Payload-Digest", payload_digest, _payloads(record))
-    return problems
-
-
-def _payloads(record: WarcRecord) -> Iterator[bytes]:
-    """The payload as stored, then de-chunked if the head says chunked."""
-    head = record.http_head()
-    payload = record.block[head.length :] if head is not None else record.block
-    yield payload
-    coding = head.header("Transfer-Encoding") if head is not None else None
-    if coding is not None and coding.strip().lower().endswith("chunked"):
-        yield _dechunk(payload)
-
-
-def _digest_problems(name: str, labelled: str, candidates: Iterable[bytes]) -> list[str]:
-    algorithm, sep, value = labelled.strip().partition(":")
-    if not sep:
-        return [f"{name} {labelled!r} is not 'algorithm:value' (section 5.8)"]
-    hash_name = algorithm.lower().replace("-", "")  # "SHA-1" -> "sha1"
-    if hash_name not in _DIGEST_ALGORITHMS:
-        return [f"{name} uses an unknown digest algorithm {algorithm!r}"]
-    computed = ""
-    try:
-        for data in candidates:
-            digest = hashlib.new(hash_name, data).digest()
-            if _digest_matches(value.strip(), digest):
-                return []
-            computed = computed or base64.b32encode(digest).decode("ascii")
-    except ValueError as exc:  # the head says chunked and the body is not
-        return [
-            f"{name} {labelled} does not match the bytes ({algorithm}:{computed}), "
-            f"and the body is not valid chunked coding either: {exc}"
-        ]
-    return [f"{name} {labelled} does not match the bytes ({algorithm}:{computed})"]
-
-
-def _digest_matches(value: str, digest: bytes) -> bool:
-    """``value`` is ``digest`` in base32, base16 or base64 (RFC 4648)."""
-    b32 = base64.b32encode(digest).decode("ascii").rstrip("=")
-    b64 = base64.b64encode(digest).decode("ascii").rstrip("=")
-    b64_url = b64.replace("+", "-").replace("/", "_")
-    return (
-        value.upper().rstrip("=") == b32
-        or value.lower() == digest.hex()
-        or value.rstrip("=") in (b64, b64_url)
-    )
-
-
-def _dechunk(body: bytes) -> bytes:
-    """Remove chunked transfer coding (RFC 9112 7.1); ValueError says where it breaks."""
-    parts: list[bytes] = []
-    pos = 0
-    while True:
-        eol = body.find(b"\r\n", pos)
-        size_text = body[pos:eol].split(b";", 1)[0].strip() if eol >= 0 else b""
-        if not _CHUNK_SIZE.fullmatch(size_text):
-            raise ValueError(f"no chunk size at byte {pos}")
-        size, pos = int(size_text, 16), eol + 2
-        if size == 0:  # last-chunk; a trailer section may follow
-            return b"".join(parts)
-        chunk = body[pos : pos + size]
-        if len(chunk) < size or body[pos + size : pos + size + 2] != b"\r\n":
-            raise ValueError(f"the chunk at byte {pos} is cut short")
-        parts.append(chunk)
-        pos += size + 2

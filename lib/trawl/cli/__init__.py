@@ -1,0 +1,74 @@
+"""``trawl``: every job of the crawl from one command line.
+
+Each command takes ``--crawl DIR`` (the crawl root), ``--config FILE`` and
+repeated ``--set section.key=value`` overrides (the value is read as TOML, or
+as a plain string when it is not TOML). Jobs take the cycle's logical time as
+``--at`` (ISO 8601; the CLI defaults it to now, the only place trawl reads
+the wall clock for it) and a ``--segment`` id (default: derived from --at).
+
+:func:`main` is the entry point (``trawl = "trawl.cli:main"``, and
+``jobs/*.py`` under spark-submit): it parses, loads the config, takes the
+crawl's lease for the commands that write the crawl, and turns the errors an
+operator can fix into one line on stderr and an exit code. The grammar is
+``trawl.cli.parser``; what the commands do is ``trawl.cli.commands``, and
+``trawl.cli.policy`` for ``trawl policy``, which never starts a JVM.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+from trawl.cli.commands import dispatch
+from trawl.cli.parser import DEFAULT_CRAWL, build_parser
+from trawl.config import Config, ConfigError, load_config
+from trawl.store.lease import CrawlLease, LeaseHeld
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["DEFAULT_CRAWL", "EXIT_IN_USE", "WRITING_COMMANDS", "build_parser", "main"]
+
+# The commands that change the crawl hold its lease; EX_TEMPFAIL when it is taken.
+WRITING_COMMANDS = (
+    "inject", "generate", "fetch", "updatedb", "dedup", "events", "cycle", "compact",
+)  # fmt: skip
+EXIT_IN_USE = 75
+
+
+def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.set)
+    except ConfigError as exc:
+        print(f"trawl: config error: {exc}", file=sys.stderr)
+        return 2
+    if submitted:  # under spark-submit the master comes from spark-submit
+        from dataclasses import replace
+
+        cfg = replace(cfg, spark=replace(cfg.spark, master=""))
+    try:
+        with _lease(args, cfg):
+            return int(dispatch(args, cfg) or 0)
+    except LeaseHeld as exc:
+        print(f"trawl: {exc}", file=sys.stderr)
+        return EXIT_IN_USE
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"trawl: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `trawl ... --json | head`: the reader had enough
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _lease(args: argparse.Namespace, cfg: Config) -> AbstractContextManager[Any]:
+    """The crawl's lease for the commands that write it (``trawl.store.lease``)."""
+    if args.command not in WRITING_COMMANDS or "://" in args.crawl:
+        return nullcontext()
+    segment = getattr(args, "segment", None)
+    command = f"{args.command} --segment {segment}" if segment else args.command
+    return CrawlLease(args.crawl, command, cfg.crawl.lease_ttl_s, cfg.crawl.lease_wait_s)

@@ -1,0 +1,189 @@
+"""What each ``trawl`` command does with its parsed arguments and config.
+
+:func:`dispatch` sends a command to its handler. The commands that need no
+Spark (``testweb``, ``demo`` which starts its own, ``policy``, ``warc
+get``) run first and never build a session; every other one builds one
+session and a ``trawl.runner.JobContext`` for the crawl root, then calls its
+runner job and prints the result (``trawl.report.emit``). Imports are made
+inside the handlers, so ``trawl --help`` and the light commands load
+neither Spark nor the stages.
+
+The jobs take the cycle's logical time from ``--at``, defaulting to now
+here, the only place trawl reads the wall clock for it; the jobs that work
+on a segment default to the newest one (as Nutch's ``-dir`` with one
+segment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trawl.cli.policy import policy_command
+from trawl.config import Config
+
+if TYPE_CHECKING:
+    from trawl.runner import JobContext
+
+# Jobs that work on an existing segment: the newest when --segment is not given.
+SEGMENT_JOBS = ("fetch", "updatedb", "dedup", "events")
+
+
+def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
+    if args.command == "testweb":
+        from trawl.demo import serve_testweb
+
+        return serve_testweb(cfg, Path(args.out), args.at, traps=args.traps)
+    if args.command == "demo":
+        from trawl.demo import run_demo
+
+        return run_demo(cfg, Path(args.out), args.cycles, args.set)
+    if args.command == "policy":  # deltalake only: never starts a JVM
+        return policy_command(args)
+    if args.command == "warc" and args.warc_command == "get":  # no JVM either
+        return _warc_get(args)
+    return _spark_command(args, cfg)
+
+
+def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
+    from trawl.store.session import build_spark
+
+    spark = build_spark(cfg)
+    root = str(Path(args.crawl).absolute()) if "://" not in args.crawl else args.crawl
+    if args.command in ("stats", "sql"):
+        from trawl.runner import JobContext, segment_id
+
+        now = datetime.now(UTC)
+        return _query(JobContext(spark, cfg, root, segment_id(now), now), args)
+    if args.command in ("warc", "export"):
+        return _archive_command(spark, cfg, root, args)
+    if args.command == "compact":
+        return _compact(spark, cfg, root, args)
+    at = args.at or datetime.now(UTC)
+    if args.command == "cycle":
+        return _cycle(spark, cfg, root, at, args)
+    return _segment_job(spark, cfg, root, at, args)
+
+
+def _compact(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.runner import JobContext, run_compact, segment_id
+
+    now = datetime.now(UTC)
+    rows = run_compact(JobContext(spark, cfg, root, segment_id(now), now), args.tables)
+    emit(rows, args.json, "compact")
+    return 0
+
+
+def _cycle(spark: Any, cfg: Config, root: str, at: datetime, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.runner import JobContext, run_cycles, run_inject, segment_id
+
+    ctx = JobContext(spark, cfg, root, args.segment or segment_id(at), at)
+    if args.seeds or args.sitemaps:
+        emit([run_inject(ctx, args.seeds, args.sitemaps)], args.json, "inject")
+    rows = run_cycles(ctx, args.cycles, timedelta(seconds=args.step), args.time_limit)
+    emit(rows, args.json, "cycles")
+    return 0
+
+
+def _segment_job(spark: Any, cfg: Config, root: str, at: datetime, args: argparse.Namespace) -> int:
+    """One job of the cycle, on ``--segment``, the newest segment or a new one."""
+    from trawl.report import emit
+    from trawl.runner import JobContext, segment_id
+
+    segment = args.segment
+    if not segment and args.command in SEGMENT_JOBS:
+        from trawl.store.tables import list_segments
+
+        known = list_segments(spark, root)
+        if not known:
+            raise ValueError(f"no segments under {root}: run generate first")
+        segment = known[-1]  # the newest, as Nutch's -dir with one segment
+    ctx = JobContext(spark, cfg, root, segment or segment_id(at), at)
+    emit([_run_job(ctx, args)], args.json, args.command)
+    return 0
+
+
+def _run_job(ctx: JobContext, args: argparse.Namespace) -> dict[str, Any]:
+    from trawl.runner import (
+        run_dedup,
+        run_events,
+        run_fetch,
+        run_generate,
+        run_inject,
+        run_updatedb,
+    )
+
+    if args.command == "inject":
+        if not args.seeds and not args.sitemaps:
+            raise ValueError("inject: give seed files, --sitemaps files or both")
+        return run_inject(ctx, args.seeds, args.sitemaps)
+    if args.command == "generate":
+        return run_generate(ctx)
+    if args.command == "fetch":
+        return run_fetch(ctx, args.time_limit)
+    if args.command == "dedup":
+        return run_dedup(ctx)
+    if args.command == "events":
+        return run_events(ctx)
+    return run_updatedb(ctx)
+
+
+def _warc_get(args: argparse.Namespace) -> int:
+    from trawl.store.files import warc_record
+    from trawl.warc.lookup import parse_ref
+
+    record, raw = warc_record(args.crawl, parse_ref(args.ref))
+    if args.headers:
+        out = raw[: raw.index(b"\r\n\r\n") + 4]
+    elif args.payload:
+        out = record.payload()
+    else:
+        out = raw
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.runner import JobContext, run_export, run_warc_index, segment_id
+    from trawl.stages.export import Selection, parse_statuses
+
+    at = getattr(args, "at", None) or datetime.now(UTC)
+    ctx = JobContext(spark, cfg, root, segment_id(at), at)
+    if args.command == "warc":
+        emit([run_warc_index(ctx, args.segments, args.out)], args.json, "warc index")
+        return 0
+    selection = Selection(
+        segments=tuple(args.segments),
+        since=args.since,
+        until=args.until,
+        hosts=tuple(args.host),
+        domains=tuple(args.domain),
+        statuses=parse_statuses(args.status),
+        duplicates=args.duplicates,
+    )
+    emit([run_export(ctx, selection, args.out, args.name)], args.json, "export warc")
+    return 0
+
+
+def _query(ctx: Any, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.runner import QueryError, run_sql, run_stats
+
+    if args.command == "stats":
+        for title, rows in run_stats(ctx).items():
+            emit(rows, args.json, title)
+        return 0
+    try:
+        rows = run_sql(ctx, args.query)
+    except QueryError as exc:
+        print(f"trawl sql: {exc}", file=sys.stderr)
+        return 2
+    emit(rows, args.json)
+    return 0

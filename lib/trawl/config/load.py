@@ -1,0 +1,140 @@
+"""Building the ``Config`` from its sources, in their written order.
+
+Lowest first (Scrapy's ``SETTINGS_PRIORITIES`` idea): the defaults of
+``trawl.config.sections``; the ``--config`` TOML file; environment variables
+``TRAWL__<SECTION>__<KEY>``; ``--set section.key=value`` overrides, in the
+order given. Every source is first merged, key by key, into one nested dict
+of raw values (an environment value or an override is read as TOML, else as
+a plain string); only then is each value checked against the type of its
+default and the whole checked by ``trawl.config.validate``. Executors
+rebuild the config from ``Config.to_dict`` through the same
+:func:`from_dict`, so they get exactly the driver's checked values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from trawl.config.sections import Config
+from trawl.config.validate import ConfigError, validate_config
+
+ENV_PREFIX = "TRAWL__"
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the Config from defaults, file, environment and ``--set`` overrides."""
+    raw: dict[str, dict[str, Any]] = {}
+    if path:
+        _merge(raw, _read_file(path), f"config file {path}")
+    env = os.environ if environ is None else environ
+    for name in sorted(env):
+        if name.startswith(ENV_PREFIX):
+            dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+            _merge(raw, _dotted(dotted, _toml_value(env[name])), f"environment {name}")
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set wants section.key=value, got {item!r}")
+        _merge(raw, _dotted(key.strip(), _toml_value(text)), f"--set {item}")
+    return from_dict(raw)
+
+
+def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
+    """Typed Config from a nested dict (also how executors rebuild it)."""
+    sections: dict[str, Any] = {}
+    known = {f.name: f for f in fields(Config)}
+    for name, values in raw.items():
+        if name not in known:
+            raise ConfigError(f"unknown config section [{name}] (known: {', '.join(known)})")
+        cls = known[name].default_factory
+        sections[name] = _build_section(name, cls, values)
+    cfg = Config(**sections)
+    validate_config(cfg)
+    return cfg
+
+
+def _read_file(path: str | Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:
+    defaults = cls()
+    kwargs: dict[str, Any] = {}
+    types = {f.name: type(getattr(defaults, f.name)) for f in fields(cls)}
+    for key, value in values.items():
+        if key not in types:
+            raise ConfigError(f"unknown config key {name}.{key} (known: {', '.join(types)})")
+        kwargs[key] = _coerce(f"{name}.{key}", types[key], value)
+    return dataclasses.replace(defaults, **kwargs)
+
+
+def _coerce(key: str, want: type, value: Any) -> Any:
+    """Check and convert one value to the type of its default."""
+    ok = {
+        bool: isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        str: isinstance(value, str),
+        tuple: isinstance(value, list | tuple) and all(isinstance(v, str) for v in value),
+        dict: isinstance(value, Mapping),
+    }.get(want, False)
+    if not ok:
+        raise ConfigError(f"{key} must be {want.__name__}, got {value!r}")
+    if want is float:
+        return float(value)
+    if want is tuple:
+        return tuple(value)
+    if want is dict:  # spark.conf: Spark wants strings, and "true", not "True"
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    return value
+
+
+def _toml_value(text: str) -> Any:
+    """Read a value as TOML (``3``, ``"x"``, ``["a"]``), else as a plain string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _dotted(key: str, value: Any) -> dict[str, Any]:
+    """``"fetch.tasks"`` -> ``{"fetch": {"tasks": value}}``.
+
+    ``spark.conf.<any spark key>`` keeps the dots of the Spark key.
+    """
+    parts = key.split(".")
+    if len(parts) < 2:
+        raise ConfigError(f"override key must be section.key, got {key!r}")
+    if parts[0] == "spark" and parts[1] == "conf" and len(parts) > 2:
+        return {"spark": {"conf": {".".join(parts[2:]): value}}}
+    if len(parts) != 2:
+        raise ConfigError(f"override key must be section.key, got {key!r}")
+    return {parts[0]: {parts[1]: value}}
+
+
+def _merge(into: dict[str, Any], new: Mapping[str, Any], source: str) -> None:
+    for section, values in new.items():
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{source}: [{section}] must be a table")
+        target = into.setdefault(section, {})
+        for key, value in values.items():
+            if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+                target[key].update(value)
+            else:
+                target[key] = dict(value) if isinstance(value, Mapping) else value

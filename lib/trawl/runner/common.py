@@ -1,0 +1,69 @@
+"""What every job shares: segment ids, progress lines, and the checks a job
+makes before it reads or MERGEs (its tables exist, its segment was fetched,
+a job already counted)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from trawl.config import Config
+from trawl.stages.common import StageContext
+from trawl.store.tables import (
+    ensure_all,
+    read_table,
+    segment_exists,
+)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """One job's run: the session, the config, the crawl root, the segment and
+    the logical time. The stages get ``stage`` (no session, no root)."""
+
+    spark: SparkSession
+    cfg: Config
+    root: str
+    segment: str
+    at: datetime  # the cycle's logical time; no job reads the wall clock for it
+
+    @property
+    def stage(self) -> StageContext:
+        return StageContext(self.cfg, self.segment, self.at)
+
+
+def segment_id(at: datetime) -> str:
+    """Segment ids sort by logical time: ``20261130T0353Z``-style, UTC."""
+    return at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def say(msg: str) -> None:
+    print(f"[trawl] {msg}", file=sys.stderr, flush=True)
+
+
+def tables_ready(ctx: JobContext) -> None:
+    """Every crawl table exists, and crawldb and hostdb have deletion vectors
+    once they are large enough (``crawl.deletion_vectors_min_mb``), before a
+    job MERGEs into them."""
+    ensure_all(ctx.spark, ctx.root, ctx.cfg.crawl.deletion_vectors_min_mb * 2**20)
+
+
+def counted(ctx: JobContext, job: str) -> bool:
+    """Whether ``job`` has written its counters for this segment (it finished)."""
+    counters = read_table(ctx.spark, ctx.root, "counters")
+    return not counters.filter((F.col("segment") == ctx.segment) & (F.col("job") == job)).isEmpty()
+
+
+def fetched_segment(ctx: JobContext, merges: bool = False) -> None:
+    """The jobs after fetch need its table, and every crawl table to exist
+    (``merges``: ready for the job's MERGE into crawldb or hostdb)."""
+    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
+        raise SystemExit(f"segment {ctx.segment} has no fetch table: run fetch first")
+    if merges:
+        tables_ready(ctx)
+    else:
+        ensure_all(ctx.spark, ctx.root)

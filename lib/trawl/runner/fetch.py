@@ -1,0 +1,90 @@
+"""fetch: the fetch list read, the tasks run, the fetch table and the
+segment's CDXJ index written, counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from trawl.fetch.claims import NewHostScope
+from trawl.runner.common import JobContext, counted, say
+from trawl.stages.common import concurrently
+from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
+from trawl.store.files import clear_claims, fetch_places, segment_index, warc_files
+from trawl.store.tables import (
+    read_segment_table,
+    read_table,
+    segment_exists,
+    write_counters,
+    write_segment_table,
+)
+from trawl.warc.cdxj import write_index
+
+
+def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, Any]:
+    spark, root, segment = ctx.spark, ctx.root, ctx.segment
+    if not segment_exists(spark, root, segment, "fetchlist"):
+        raise SystemExit(f"segment {segment} has no fetchlist: run generate first")
+    fetchlist = read_segment_table(spark, root, segment, "fetchlist")
+    places = fetch_places(root, segment)
+
+    def scope() -> NewHostScope | None:
+        crawldb = read_table(spark, root, "crawldb")
+        return new_host_scope(crawldb, fetchlist, ctx.cfg, places.claims_dir)
+
+    # the check and the new-host scope are each a few small jobs: side by side
+    merged, starts = concurrently(lambda: counted(ctx, "updatedb"), scope)
+    if not merged:
+        if starts is not None:
+            clear_claims(root, segment)  # a re-run's tasks claim afresh
+        rows = fetch(fetchlist, ctx.stage, places, time_limit_s, starts)
+        write_segment_table(rows, root, segment, "fetch")
+    else:
+        # updatedb merged this fetch: crawldb and events point into its WARC
+        # records, so a re-run keeps them rather than fetch the list again.
+        say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
+    rows = read_segment_table(spark, root, segment, "fetch")
+    following = ctx.cfg.fetch.starts_new_hosts
+    # the counting jobs and the WARC index (Python reading files in this
+    # process) do not depend on each other
+    (counters, internal), started, indexed = concurrently(
+        lambda: fetch_counters(rows),
+        lambda: started_hosts(rows, fetchlist) if following else None,
+        lambda: write_segment_index(ctx),
+    )
+    if started is not None:
+        counters.append(("fetch/hosts_started", started))
+    if internal:
+        first = rows.filter(F.col("error").startswith("internal:")).select("url", "error").first()
+        assert first is not None
+        say(
+            f"{internal} fetches of segment {ctx.segment} failed with an internal "
+            f"error (a trawl bug; they are retried next cycle), e.g. {first['url']}: "
+            f"{first['error']}"
+        )
+    if indexed is not None:
+        counters.append(("fetch/warc/index_lines", indexed))
+    else:
+        # An object-store root: the executors write WARC to local or mounted
+        # paths only, so this segment's exchanges are not archived. Said, and
+        # counted, rather than passed over.
+        unarchived = rows.filter("http_status IS NOT NULL").count()
+        counters.append(("fetch/warc/not_written", unarchived))
+        say(
+            f"fetch: no WARC files for segment {ctx.segment}: the crawl root {ctx.root} is "
+            f"not a local or mounted path ({unarchived} responses not archived)"
+        )
+    write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
+    return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
+
+
+def write_segment_index(ctx: JobContext) -> int | None:
+    """The segment's CDXJ index, ``segments/<id>/index.cdxj``: every WARC file
+    the fetch wrote, sorted (``cdxj-indexer -s`` gives the same bytes), so the
+    indexes of many segments merge (``trawl warc index``). Lines written
+    (None: the root is not local)."""
+    index = segment_index(ctx.root, ctx.segment)
+    if index is None:
+        return None
+    return write_index(warc_files(ctx.root, ctx.segment), index, sort=True)

@@ -1,0 +1,73 @@
+"""generate: crawldb, hostdb, policy and the domain links read; the fetch
+list written; crawldb marked; counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from trawl.runner.common import JobContext, counted, say, tables_ready
+from trawl.stages.common import concurrently
+from trawl.stages.generate import generate, mark_generated
+from trawl.store.tables import (
+    merge,
+    read_segment_table,
+    read_table,
+    segment_exists,
+    write_counters,
+    write_segment_table,
+)
+
+
+def run_generate(ctx: JobContext) -> dict[str, Any]:
+    tables_ready(ctx)
+    if segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
+        # The segment was fetched from its fetch list: a re-run (Airflow
+        # clearing a whole run) keeps it rather than pick what is due now.
+        say(f"generate: segment {ctx.segment} is fetched; its fetch list stays")
+        stats = fetchlist_stats(read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist"))
+        if not counted(ctx, "generate"):  # the first run's counters stand
+            write_counters(ctx.spark, ctx.root, ctx.segment, "generate", generate_counters(stats))
+        return generate_result(ctx, stats)
+    spark, root = ctx.spark, ctx.root
+    crawldb, hostdb, policy, domainlinks = (
+        read_table(spark, root, n) for n in ("crawldb", "hostdb", "policy", "domainlinks")
+    )
+    generated = generate(crawldb, hostdb, policy, domainlinks, ctx.stage)
+    write_segment_table(generated.fetchlist, root, ctx.segment, "fetchlist")
+    written = read_segment_table(spark, root, ctx.segment, "fetchlist")
+    stats, deferred = concurrently(lambda: fetchlist_stats(written), generated.deferred.count)
+    marks = mark_generated(written, generated.deferred, ctx.stage, rows=stats["urls"] + deferred)
+    if marks is not None:
+        merge(spark, root, marks)
+    generated.release()
+    counters = [*generate_counters(stats), ("generate/deferred/budget", deferred)]
+    write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
+    return generate_result(ctx, stats)
+
+
+def fetchlist_stats(fetchlist: DataFrame) -> dict[str, int]:
+    """URLs, hosts and tasks of a fetch list, and the room it gives hosts to
+    follow links (``follow``), in one pass."""
+    row = fetchlist.agg(
+        F.count("*").alias("urls"),
+        F.countDistinct("host").alias("hosts"),
+        F.countDistinct("task").alias("tasks"),
+        # one row of each host that may have links followed carries its room
+        F.sum(F.when(F.col("follow_known").isNotNull(), F.col("follow_quota"))).alias("follow"),
+    ).first()
+    assert row is not None
+    return {k: int(v or 0) for k, v in row.asDict().items()}
+
+
+def generate_result(ctx: JobContext, stats: dict[str, int]) -> dict[str, Any]:
+    return {"segment": ctx.segment, **{k: v for k, v in stats.items() if k != "follow"}}
+
+
+def generate_counters(stats: dict[str, int]) -> list[tuple[str, int]]:
+    counters = [(f"generate/{k}", stats[k]) for k in ("urls", "hosts", "tasks")]
+    if stats["follow"]:
+        counters.append(("generate/follow_quota", stats["follow"]))
+    return counters

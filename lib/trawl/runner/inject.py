@@ -1,0 +1,33 @@
+"""inject: the seed files read, the stage run, crawldb MERGEd, counted."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trawl.runner.common import JobContext, tables_ready
+from trawl.stages.common import release
+from trawl.stages.inject import inject
+from trawl.store.tables import merge, read_seed_lines, read_table, write_counters
+
+
+def run_inject(
+    ctx: JobContext, seeds: Sequence[str], sitemaps: Sequence[str] = ()
+) -> dict[str, Any]:
+    missing = [s for s in [*seeds, *sitemaps] if "://" not in s and not Path(s).exists()]
+    if missing:
+        raise FileNotFoundError(f"seed file not found: {', '.join(missing)}")
+    tables_ready(ctx)
+    lines = read_seed_lines(ctx.spark, seeds, sitemaps)
+    injected = inject(lines, read_table(ctx.spark, ctx.root, "crawldb"), ctx.stage)
+    merge(ctx.spark, ctx.root, injected.merge)
+    release(*injected.held)
+    report = injected.report
+    write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
+    return {
+        "lines": report.lines,
+        "accepted": report.accepted,
+        "duplicates": report.duplicates,
+        "rejected": dict(report.rejected),
+    }

@@ -1,0 +1,85 @@
+"""updatedb: the segment's fetch merged into crawldb and hostdb, the links
+kept out recorded with their reasons, the domain link graph and the learned
+session parameters extended; counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from trawl.runner.common import JobContext, fetched_segment
+from trawl.stages.common import concurrently, materialize, release
+from trawl.stages.updatedb import hostdb_changes, updatedb
+from trawl.store.tables import (
+    append_rows,
+    merge,
+    read_segment_table,
+    read_table,
+    replace_rows,
+    write_counters,
+)
+
+
+def run_updatedb(ctx: JobContext) -> dict[str, Any]:
+    fetched_segment(ctx, merges=True)
+    spark, root = ctx.spark, ctx.root
+    fetch = read_segment_table(spark, root, ctx.segment, "fetch")
+    crawldb, hostdb, hostparams, domainlinks = (
+        read_table(spark, root, n) for n in ("crawldb", "hostdb", "hostparams", "domainlinks")
+    )
+    out = updatedb(fetch, crawldb, hostdb, hostparams, domainlinks, ctx.stage)
+    report = out.report
+    if not out.hostparams.isEmpty():
+        append_rows(out.hostparams, root, "hostparams")
+    # Each write is its own commit and none reads what another writes: hostdb,
+    # the domain links and the rejected links run beside crawldb's MERGE.
+    report.hosts, report.domain_links, report.rejected, _ = concurrently(
+        lambda: merge_hosts(ctx, out.hosts),
+        lambda: append_new(ctx, out.domainlinks, "domainlinks"),
+        lambda: record_rejected(ctx, out.rejected),
+        lambda: merge(spark, root, out.crawldb),
+    )
+    release(*out.held)
+    write_counters(spark, root, ctx.segment, "updatedb", report.counters())
+    return {
+        "segment": ctx.segment,
+        "fetch_rows": report.fetched_rows,
+        "new_urls": report.new_urls,
+        "hosts": report.hosts,
+        "rejected": dict(report.rejected),
+    }
+
+
+def merge_hosts(ctx: JobContext, rows: DataFrame) -> int:
+    """MERGE the visited hosts' rows into hostdb; how many hosts changed."""
+    hosts = materialize(rows)
+    count = hosts.count()
+    merge(ctx.spark, ctx.root, hostdb_changes(hosts))
+    release(hosts)
+    return count
+
+
+def append_new(ctx: JobContext, rows: DataFrame, table: str) -> int:
+    """Append ``rows`` to ``table`` when there are any; how many."""
+    added = materialize(rows)
+    count = added.count()
+    if count:
+        append_rows(added, ctx.root, table)
+    release(added)
+    return count
+
+
+def record_rejected(ctx: JobContext, rows: DataFrame) -> dict[str, int]:
+    """Replace this segment's updatedb rows of ``rejected`` (a re-run writes
+    the same rows again; no commit when there are none, before or now); how
+    many of each reason, counted from what was written."""
+    where = f"segment = '{ctx.segment}' AND stage = 'updatedb'"
+    table = read_table(ctx.spark, ctx.root, "rejected")
+    if not (rows.isEmpty() and table.filter(where).isEmpty()):
+        replace_rows(rows, ctx.root, "rejected", where)
+    written = read_table(ctx.spark, ctx.root, "rejected").filter(
+        (F.col("segment") == ctx.segment) & (F.col("stage") == "updatedb")
+    )
+    return {row["reason"]: row["count"] for row in written.groupBy("reason").count().collect()}

@@ -1,0 +1,74 @@
+"""Tests for trawl.warc.archive: a fetch task's WARC files, their names,
+subsets and rotation, read back with warcio's reader."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.warc.test_writer import FETCHED_AT, read_records, request_head, warcio_check
+from trawl.warc.archive import TaskArchive, warc_filename
+from trawl.warc.writer import Stored
+
+
+def test_warc_filename() -> None:
+    assert warc_filename("trawl", "20240506070809", 3) == "trawl-20240506070809-00003-00000.warc.gz"
+    assert warc_filename("trawl", "seg-1", 12, 7) == "trawl-seg-1-00012-00007.warc.gz"
+    with pytest.raises(ValueError):
+        warc_filename("trawl", "a/b", 0)
+    with pytest.raises(ValueError):
+        warc_filename("", "seg", 0)
+    with pytest.raises(ValueError):
+        warc_filename("trawl", "seg", -1)
+
+
+def test_task_archive_rotates_by_size_and_splits_subsets(tmp_path: Path) -> None:
+    body = random.Random(5).randbytes(1_000_000)  # 1 MB that gzip cannot shrink
+    archive = TaskArchive(
+        tmp_path, "20240506070809", 3, software="trawl/0.1", max_file_bytes=1_500_000
+    )
+    with archive:
+        refs = []
+        for i in range(5):
+            writer = archive.writer("warc")
+            refs.append(
+                writer.write_exchange(
+                    url=f"http://example.com/{i}",
+                    ip=None,
+                    fetched_at=FETCHED_AT,
+                    request_head=request_head(f"/{i}"),
+                    status_line="HTTP/1.1 200 OK",
+                    response_headers=[],
+                    body=body + bytes([i]),
+                )
+            )
+        archive.writer("robotstxt").write_exchange(
+            url="http://example.com/robots.txt", ip=None, fetched_at=FETCHED_AT,
+            request_head=request_head("/robots.txt"), status_line="HTTP/1.1 404 Not Found",
+            response_headers=[], body=b"",
+        )  # fmt: skip
+        with pytest.raises(ValueError, match="unknown WARC subset"):
+            archive.writer("pages")
+    names = [p.name for p in archive.files]
+    assert names == [
+        "trawl-20240506070809-00003-00000.warc.gz",
+        "trawl-20240506070809-00003-00001.warc.gz",
+        "trawl-20240506070809-00003-00002.warc.gz",
+        "trawl-robotstxt-20240506070809-00003-00000.warc.gz",
+    ]
+    # a file is closed once it reached the limit: two 1 MB records at most each
+    assert [r.file for r in refs] == [names[0], names[0], names[1], names[1], names[2]]
+    for path in archive.files:
+        records = read_records(path)
+        assert records[0]["type"] == "warcinfo"
+        assert records[0]["headers"]["WARC-Filename"] == path.name
+    warcio_check(*archive.files)
+    # identical payloads: the task remembers the first copy
+    archive.remember("sha1:X", refs[0], "http://example.com/0", FETCHED_AT)
+    archive.remember("sha1:X", refs[1], "http://example.com/1", FETCHED_AT)
+    assert archive.stored("sha1:X") == Stored(
+        refs[0].record_id, "http://example.com/0", "2024-05-06T07:08:09.250000Z"
+    )
+    assert archive.stored("sha1:Y") is None
