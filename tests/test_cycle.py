@@ -24,6 +24,8 @@ from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_up
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
+
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 MIN_DELAY = 0.1
 
@@ -221,11 +223,9 @@ def test_sql_error_is_reported_not_raised(crawl: Crawl, capsys: pytest.CaptureFi
 
 
 def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
-    from trawl.stages.stats import crawl_stats
-    from trawl.store.views import register_views
+    from trawl.runner import run_stats
 
-    register_views(crawl.spark, crawl.root)
-    stats = crawl_stats(crawl.spark)
+    stats = run_stats(crawl.ctx(0))
     total = stats["totals"][0]["urls"]
     assert total == read_table(crawl.spark, crawl.root, "crawldb").count()
     assert sum(r["urls"] for r in stats["by_status"]) == total

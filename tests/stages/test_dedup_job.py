@@ -15,6 +15,8 @@ from trawl.config import load_config
 from trawl.crawldb.admission import admit, url_filter
 from trawl.dedup.simhash import to_signed
 
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
+
 T1 = datetime(2026, 3, 1, tzinfo=UTC)
 S1, S2 = "20260301T000000Z", "20260302T000000Z"
 X = to_signed(0x0123_4567_89AB_CDEF)

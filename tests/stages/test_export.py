@@ -31,6 +31,8 @@ from trawl.warc.lookup import parse_ref
 from trawl.warc.reader import check_file, iter_records
 from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED
 
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
+
 AT = datetime(2026, 10, 1, 6, 0, tzinfo=UTC)
 BIN = Path(sys.executable).parent
 

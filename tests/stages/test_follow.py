@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from trawl.config import load_config
 from trawl.fetch.claims import host_room
 from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
@@ -17,6 +19,8 @@ from trawl.stages.common import StageContext
 from trawl.stages.generate import FOLLOW_KNOWN_MAX, with_follow_quota
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel, politeness_audit
+
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 CHOSEN = "host string, host_bucket int, group string, domain string, url_fp bigint, " \

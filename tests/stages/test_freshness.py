@@ -25,6 +25,8 @@ from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.audit import read_log
 from trawl.testweb.model import make_url
 
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
+
 T0 = datetime(2026, 3, 1, tzinfo=UTC)  # ten weeks after the test web's epoch
 DAY = timedelta(days=1)
 

@@ -9,10 +9,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from trawl.config import load_config
 from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
 from trawl.store.tables import read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
+
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DOWN = "site-0000.test"  # robots.txt answers 500 in this model; linked from the seeds

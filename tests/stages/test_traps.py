@@ -24,12 +24,21 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
 from trawl.crawldb.budgets import path_pattern
-from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.stages.stats import crawl_stats
+from trawl.runner import (
+    JobContext,
+    run_fetch,
+    run_generate,
+    run_inject,
+    run_stats,
+    run_updatedb,
+    segment_id,
+)
 from trawl.store.tables import read_segment_table, read_table, table_path
 from trawl.store.views import register_views
 from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.traps import FARM_DOMAIN, SESSION_PARAMS, TRAP_HOSTS, is_trap, real_paths
+
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 CYCLES = 3
@@ -180,7 +189,7 @@ def test_every_url_kept_out_has_a_reason_in_sql_and_stats(crawl: Crawl) -> None:
         "GROUP BY reason"
     ).collect()
     assert rows == []
-    stats = crawl_stats(crawl.spark)
+    stats = run_stats(crawl.ctx(0))
     reasons = {r["reason"]: r["urls"] for r in stats["rejected"]}
     assert reasons.get("cap/new_per_pattern", 0) > 0
     assert all(r.startswith(("normalize/", "filter/", "cap/")) for r in reasons), reasons

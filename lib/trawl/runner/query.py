@@ -12,6 +12,7 @@ from trawl.store.tables import (
     TABLES,
     compact,
     ensure_all,
+    read_table,
 )
 from trawl.store.views import register_views
 
@@ -22,8 +23,10 @@ class QueryError(ValueError):
 
 def run_stats(ctx: JobContext) -> dict[str, list[dict[str, Any]]]:
     """``trawl stats``: the summary tables of the crawl, by title."""
-    register_views(ctx.spark, ctx.root)
-    return crawl_stats(ctx.spark)
+    crawldb, counters, rejected = (
+        read_table(ctx.spark, ctx.root, n) for n in ("crawldb", "counters", "rejected")
+    )
+    return crawl_stats(crawldb, counters, rejected)
 
 
 def run_sql(ctx: JobContext, query: str) -> list[dict[str, Any]]:

@@ -1,3 +1,10 @@
-"""Spark stage transforms: ``DataFrame -> DataFrame`` functions over the crawl
-tables, calling the pure per-record logic of ``trawl`` from ``mapInArrow``.
-Jobs (``jobs/*.py``) and the CLI only parse arguments, read, call, write."""
+"""Spark stage transforms: functions over the crawl's frames, calling the
+pure per-record logic below them from ``mapInArrow``.
+
+A stage takes DataFrames, the config, the segment id and the logical time
+(``common.StageContext``) and returns DataFrames, MERGE plans
+(``trawl.store.tables.Merge``) or plain values. It never reads, writes or
+opens a table or a file: the runner reads its inputs through ``trawl.store``
+and writes what it returns. May import everything below ``trawl.fetch``
+included; pyspark is imported here, in ``trawl.store`` and in
+``trawl.runner`` only."""

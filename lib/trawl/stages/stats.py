@@ -1,9 +1,10 @@
 """``trawl stats``: the crawl state, summed up in SQL.
 
 Nutch's ``readdb -stats`` and more: URLs by status, hosts, and per segment
-the fetch outcomes from the counters table, over the views
-``trawl.store.views.register_views`` names (``crawldb``, ``counters``,
-``rejected``, ...). No table is opened here: the runner registers the views.
+the fetch outcomes from the counters table, rejected links by reason and
+deferred URLs by domain. The runner hands over the three tables as frames;
+the queries name them as ``{crawldb}``, ``{counters}`` and ``{rejected}``
+(``SparkSession.sql``'s frame arguments), so no view or table is named here.
 """
 
 from __future__ import annotations
@@ -11,24 +12,30 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame
 
 
-def crawl_stats(spark: SparkSession) -> dict[str, list[dict[str, Any]]]:
-    """The summary tables, from the registered views of one crawl."""
-    q = spark.sql
+def crawl_stats(
+    crawldb: DataFrame, counters: DataFrame, rejected: DataFrame
+) -> dict[str, list[dict[str, Any]]]:
+    """The summary tables of one crawl, by title."""
+    spark = crawldb.sparkSession
+
+    def q(query: str) -> DataFrame:
+        return spark.sql(query, crawldb=crawldb, counters=counters, rejected=rejected)
+
     return {
         "totals": [
             r.asDict()
             for r in q(
                 "SELECT count(*) AS urls, count(DISTINCT host) AS hosts, "
-                "count(DISTINCT domain) AS domains, sum(fetches) AS fetches FROM crawldb"
+                "count(DISTINCT domain) AS domains, sum(fetches) AS fetches FROM {crawldb}"
             ).collect()
         ],
         "by_status": [
             r.asDict()
             for r in q(
-                "SELECT status, count(*) AS urls FROM crawldb GROUP BY status ORDER BY urls DESC"
+                "SELECT status, count(*) AS urls FROM {crawldb} GROUP BY status ORDER BY urls DESC"
             ).collect()
         ],
         "segments": [
@@ -46,7 +53,7 @@ def crawl_stats(spark: SparkSession) -> dict[str, list[dict[str, Any]]]:
                 "sum(CASE WHEN name = 'dedup/duplicates/marked' THEN value END) AS duplicates, "
                 "sum(CASE WHEN name LIKE 'updatedb/rejected/%' THEN value END) AS rejected, "
                 "sum(CASE WHEN name = 'generate/deferred/budget' THEN value END) AS deferred "
-                "FROM counters GROUP BY segment ORDER BY segment"
+                "FROM {counters} GROUP BY segment ORDER BY segment"
             ).collect()
         ],
         # What was kept out of the crawl and why: links never added (filter
@@ -56,7 +63,7 @@ def crawl_stats(spark: SparkSession) -> dict[str, list[dict[str, Any]]]:
             r.asDict()
             for r in q(
                 "SELECT reason, count(*) AS urls, count(DISTINCT host) AS hosts, "
-                "count(DISTINCT segment) AS segments FROM rejected "
+                "count(DISTINCT segment) AS segments FROM {rejected} "
                 "GROUP BY reason ORDER BY urls DESC, reason"
             ).collect()
         ],
@@ -64,7 +71,7 @@ def crawl_stats(spark: SparkSession) -> dict[str, list[dict[str, Any]]]:
             r.asDict()
             for r in q(
                 "SELECT deferred_reason AS reason, domain, count(*) AS urls, "
-                "max(deferrals) AS most_in_a_row, min(next_fetch_at) AS next_due FROM crawldb "
+                "max(deferrals) AS most_in_a_row, min(next_fetch_at) AS next_due FROM {crawldb} "
                 "WHERE deferred_reason IS NOT NULL GROUP BY deferred_reason, domain "
                 "ORDER BY urls DESC, domain LIMIT 20"
             ).collect()
