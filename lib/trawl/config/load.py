@@ -25,6 +25,13 @@ from trawl.config.sections import Config
 from trawl.config.validate import ConfigError, validate_config
 
 ENV_PREFIX = "TRAWL__"
+# [storage] keys the standard AWS environment fills when no other source
+# sets them (the variables every AWS tool reads, first one set wins).
+AWS_ENVIRONMENT = {
+    "endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "profile": ("AWS_PROFILE",),
+}
 
 
 def load_config(
@@ -33,10 +40,10 @@ def load_config(
     environ: Mapping[str, str] | None = None,
 ) -> Config:
     """Build the Config from defaults, file, environment and ``--set`` overrides."""
-    raw: dict[str, dict[str, Any]] = {}
+    env = os.environ if environ is None else environ
+    raw: dict[str, dict[str, Any]] = {"storage": _aws_environment(env)}
     if path:
         _merge(raw, _read_file(path), f"config file {path}")
-    env = os.environ if environ is None else environ
     for name in sorted(env):
         if name.startswith(ENV_PREFIX):
             dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
@@ -47,6 +54,18 @@ def load_config(
             raise ConfigError(f"--set wants section.key=value, got {item!r}")
         _merge(raw, _dotted(key.strip(), _toml_value(text)), f"--set {item}")
     return from_dict(raw)
+
+
+def _aws_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The ``[storage]`` values of the standard AWS environment: the lowest
+    source after the defaults, so a config file, ``TRAWL__STORAGE__*`` or
+    ``--set`` overrides them. Keys and secrets are not read here."""
+    out = {}
+    for key, names in AWS_ENVIRONMENT.items():
+        value = next((env[n] for n in names if env.get(n)), None)
+        if value:
+            out[key] = value
+    return out
 
 
 def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:

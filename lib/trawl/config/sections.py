@@ -89,6 +89,20 @@ class WarcConfig:
 
 
 @dataclass(frozen=True)
+class StorageConfig:
+    """Where an object-store crawl root lives and how to reach it. Empty
+    values come from the standard AWS environment (``trawl.config.load``);
+    credentials never pass through here: every client takes them from the
+    AWS SDKs' own chain (environment, shared files, instance roles)."""
+
+    endpoint: str = ""
+    region: str = ""
+    path_style: str = "auto"
+    credentials: str = "default"
+    profile: str = ""
+
+
+@dataclass(frozen=True)
 class PolitenessConfig:
     min_delay_s: float = 1.0
     delay_factor: float = 10.0
@@ -232,6 +246,7 @@ class Config:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
 
