@@ -87,8 +87,8 @@ from trawl.fetch.rules import (
 from trawl.fetch.visit import Fetcher, Visit, origin_of, user_agent
 from trawl.net.resolver import AddressRefused
 from trawl.net.robots import DEFERRED_UNREACHABLE, RobotsRules
-from trawl.store.files import FetchPlaces
 from trawl.url.keys import registered_domain
+from trawl.warc.archive import Opener
 
 log = logging.getLogger(__name__)
 
@@ -417,7 +417,7 @@ def run_fetch_task(
     cfg: Config,
     segment: str,
     task: int,
-    places: FetchPlaces | None,
+    warc: str | Opener | None,
     time_limit_s: float,
     policy: PolicySource | None = None,
     scope: NewHostScope | None = None,
@@ -425,15 +425,16 @@ def run_fetch_task(
     """Fetch one task's fetchlist rows; yields one row per attempt, as made
     (``FetchTask.stream``).
 
-    ``places``: where its WARC files go (None: none are written).
+    ``warc``: where its WARC files go, a local folder or an opener of named
+    files (``trawl.store.files.FetchPlaces.open_warc``; None: none written).
     ``policy()`` gives the operator's policy as it is now (read again every
     ``fetch.policy_refresh_s``); see ``policy_source``. ``scope``: what the
     task needs to start hosts crawldb does not know (``trawl.fetch.claims``;
     None: it starts none).
     """
     writer = None
-    if places is not None:
-        writer = task_archive(cfg.warc, places.open_warc, segment, task, user_agent(cfg))
+    if warc:
+        writer = task_archive(cfg.warc, warc, segment, task, user_agent(cfg))
     fetcher = Fetcher.from_config(cfg, writer)
     finished = False
     try:

@@ -58,8 +58,9 @@ def fetch_partitions(
         items: Iterable[dict[str, Any]] = [row.asDict(recursive=True) for _, row in rows]
         remaining = max(0.0, deadline - time.time())
         policy = policy_source(places.root) if places is not None else None
+        warc = places.open_warc if places is not None else None
         here = shared.value if shared is not None else None
-        for record in run_fetch_task(items, cfg, segment, task, places, remaining, policy, here):
+        for record in run_fetch_task(items, cfg, segment, task, warc, remaining, policy, here):
             yield tuple(record.get(name) for name in names)
 
     keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))
