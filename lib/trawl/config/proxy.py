@@ -254,7 +254,7 @@ def _split_port(entry: str) -> tuple[str, int | None]:
     else:
         host, port = entry, ""  # a name, an IPv4 address, or a bare IPv6 one
     if port and not port.isdigit():
-        raise ValueError(f"no_proxy: bad port in {entry!r}")
+        raise ValueError(f"bad port in {entry!r}")
     return host, int(port) if port else None
 
 
@@ -266,5 +266,10 @@ def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def _redacted(text: str) -> str:
-    """``text`` with any ``user:password@`` replaced by ``***@``."""
-    return re.sub(r"://.*@", "://***@", text)  # greedy: a password may hold an "@"
+    """``text`` with all before its last ``@`` -- user and password, which may
+    hold an ``@`` -- replaced by ``***``, a scheme kept."""
+    userinfo, at, rest = text.rpartition("@")
+    if not at:
+        return text
+    scheme, sep, _ = userinfo.partition("://")
+    return f"{scheme}{sep}***@{rest}" if sep else f"***@{rest}"
