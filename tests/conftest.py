@@ -14,6 +14,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT.parent / "shared" / "conformance"
 
 
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's servers are on loopback: a proxy the developer's shell
+    sets (``trawl.config.proxy`` reads it) must not carry their requests."""
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
 @pytest.fixture(scope="session")
 def conformance() -> Path:
     return CONFORMANCE

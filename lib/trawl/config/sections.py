@@ -52,6 +52,8 @@ class HttpConfig:
     transfer_rate_window_s: float = 10.0
     accept_encoding: str = "gzip, deflate, br"
     max_idle_connections: int = 1024
+    proxy: str = ""  # trawl.config.proxy: syntax, and how the environment fills it
+    no_proxy: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from trawl.config.proxy import ProxySettings, parse_no_proxy
 from trawl.config.sections import (
     AirflowConfig,
     BudgetConfig,
@@ -103,6 +104,11 @@ def _validate_http(http: HttpConfig) -> None:
         )
     if http.max_idle_connections < 0:
         raise ConfigError("http.max_idle_connections must not be negative (0: no keep-alive)")
+    for key, parse in (("proxy", ProxySettings.parse), ("no_proxy", parse_no_proxy)):
+        try:
+            parse(getattr(http, key))
+        except ValueError as exc:  # the message never holds the proxy's password
+            raise ConfigError(f"http.{key}: {exc}") from None
 
 
 def _validate_fetch(fetch: FetchConfig) -> None:
