@@ -79,7 +79,7 @@ SECTION_KEYS = {f.name: f.default for f in fields(Crawl) if f.name != "config_fi
 
 def segment_id(at: datetime) -> str:
     """The segment id of a run: trawl.runner.segment_id's format, UTC
-    (``20261130T000000Z``), which trawl.store.tables.check_segment_id accepts."""
+    (``20261130T000000Z``), which trawl.store.files.check_segment_id accepts."""
     return at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: a virtualenv in .venv with trawl and its
-# dependencies, the Delta Lake jars in jars/lib/ (fetched with Maven once,
+# dependencies (moto's S3 server among the dev ones, for the object-store
+# tests), the Delta Lake and S3A jars in jars/lib/ (fetched with Maven once,
 # then loaded from disk by every Spark session), pywb in .venv-pywb for the
 # replay test and Airflow in .venv-airflow for the DAG test. Safe to run again.
 set -euo pipefail
@@ -10,14 +11,16 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest' 2>/dev/null \
+if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, boto3, moto' 2>/dev/null \
    || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]'
   touch .venv/.installed
 fi
 
-if [ ! -f jars/lib/.complete ]; then
+# The marker holds the pom's checksum: a changed pom fetches the jars again.
+jars_sum=$(sha256sum jars/pom.xml | cut -d' ' -f1)
+if [ "$(cat jars/lib/.complete 2>/dev/null)" != "$jars_sum" ]; then
   rm -rf jars/lib jars/all
   mvn -q -B -f jars/pom.xml dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$PWD/jars/all"
@@ -32,7 +35,7 @@ if [ ! -f jars/lib/.complete ]; then
     fi
   done
   rm -rf jars/all
-  touch jars/lib/.complete
+  echo "$jars_sum" > jars/lib/.complete
 fi
 
 # pywb, for tests/warc/test_pywb_replay.py, in a virtualenv of its own: it pins
@@ -64,4 +67,4 @@ if [ "$(cat .venv-airflow/.installed 2>/dev/null)" != "$AIRFLOW_PINS" ] \
   echo "$AIRFLOW_PINS" > .venv-airflow/.installed
 fi
 
-echo "setup: .venv, .venv-pywb, .venv-airflow and jars/lib ready ($(ls jars/lib/*.jar | wc -l) Delta jars)"
+echo "setup: .venv, .venv-pywb, .venv-airflow and jars/lib ready ($(ls jars/lib/*.jar | wc -l) jars)"

@@ -14,6 +14,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT.parent / "shared" / "conformance"
 
 
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's servers are on loopback: a proxy the developer's shell
+    sets (``trawl.config.proxy`` reads it) must not carry their requests."""
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
 @pytest.fixture(scope="session")
 def conformance() -> Path:
     return CONFORMANCE
@@ -39,3 +48,72 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.crawl)
+
+
+# --- an S3 server on loopback -------------------------------------------------------
+
+# Credentials the S3 tests' clients sign with (the server accepts any). Set for
+# the whole run before a JVM starts, since S3A reads the environment of the JVM
+# it runs in; the secret is distinctive so a test can look for it in outputs.
+S3_KEY_ID = "AKIATRAWLTESTKEY0001"
+S3_SECRET = "trawl-test-secret-9c41b7e2d05a"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+
+    os.environ["AWS_ACCESS_KEY_ID"] = S3_KEY_ID
+    os.environ["AWS_SECRET_ACCESS_KEY"] = S3_SECRET
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    os.environ.pop("AWS_PROFILE", None)
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # no instance-role probes
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 (installed by scripts/setup.sh), for the
+    whole run; its endpoint URL."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ROOT / ".venv" / "bin" / "moto_server"
+    command = [str(server)] if server.exists() else [sys.executable, "-m", "moto.server"]
+    proc = subprocess.Popen(
+        [*command, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"moto's S3 server did not start on {endpoint}")
+        yield endpoint
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def bucket(s3_server: str, request: pytest.FixtureRequest) -> str:
+    """A new, empty bucket on the S3 server, named after the test."""
+    import re
+
+    import boto3
+
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
+    name = f"t-{name}-{id(request) % 100000}"
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    client.create_bucket(Bucket=name)
+    return name

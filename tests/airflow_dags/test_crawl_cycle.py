@@ -41,8 +41,9 @@ import pytest
 
 from trawl.config import AirflowConfig, ConfigError, load_config
 from trawl.runner import JobContext, run_inject, segment_id
+from trawl.store.files import check_segment_id
 from trawl.store.lease import LEASE_FILE
-from trawl.store.tables import check_segment_id, read_segment_table, read_table
+from trawl.store.tables import read_segment_table, read_table
 from trawl.testweb import TestWeb, WebModel
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,12 +24,12 @@ from trawl.fetch.claims import (
     NewHosts,
     NewHostScope,
     address_owner,
-    claim_address,
     domain_room,
     host_room,
 )
 from trawl.fetch.rules import HostVerdict
 from trawl.fetch.task import run_fetch_task
+from trawl.store.files import Claims, CrawlRoot
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import short_gaps
 from trawl.testweb.crawlergaps import crawler_gap_check, request_timing
@@ -57,13 +57,13 @@ def test_an_address_is_served_by_the_fetch_lists_task_or_by_its_hash() -> None:
 
 
 def test_an_address_is_claimed_by_one_task_of_many_asking_at_once(tmp_path: Path) -> None:
-    claims = str(tmp_path / "claims")
+    claims = Claims(CrawlRoot.of(str(tmp_path)), "seg1")
     won: dict[int, bool] = {}
     start = threading.Barrier(8)
 
     def ask(task: int) -> None:
         start.wait()
-        won[task] = claim_address(claims, "2001:db8::1", task)
+        won[task] = claims.claim("2001:db8::1", task)
 
     threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
     for t in threads:
@@ -73,8 +73,8 @@ def test_an_address_is_claimed_by_one_task_of_many_asking_at_once(tmp_path: Path
     winners = [n for n, ok in won.items() if ok]
     assert len(winners) == 1
     # a re-run of the winner keeps it; the others still do not have it
-    assert claim_address(claims, "2001:db8::1", winners[0])
-    assert not claim_address(claims, "2001:db8::1", (winners[0] + 1) % 8)
+    assert claims.claim("2001:db8::1", winners[0])
+    assert not claims.claim("2001:db8::1", (winners[0] + 1) % 8)
     # a scope with a claims folder decides by claim, the fetch list's addresses by it
     scope = NewHostScope(frozenset(), frozenset(), {"192.0.2.1": 1}, 2, claims)
     first, second = (
@@ -156,10 +156,8 @@ def test_two_tasks_start_new_hosts_by_address_politely(tmp_path: Path, claims: b
     scope = scope_of(listed[0] | listed[1], owners)
     # one new host's domain is known (a host of it is in crawldb), one is blocked
     known_domain, blocked = sorted(by_ip[ips[2]])[:2]
-    claims_dir = str(tmp_path / "claims") if claims else None
-    scope = replace(
-        scope, known_domains=scope.known_domains | {known_domain}, claims_dir=claims_dir
-    )
+    place = Claims(CrawlRoot.of(str(tmp_path)), "seg1") if claims else None
+    scope = replace(scope, known_domains=scope.known_domains | {known_domain}, claims=place)
     out: dict[int, list[dict[str, Any]]] = {}
     with TestWeb(model, tmp_path / "web") as web:
         cfg = config(web, "fetch.follow_depth=20", "traps.soft404_probe=false")
@@ -186,9 +184,9 @@ def test_two_tasks_start_new_hosts_by_address_politely(tmp_path: Path, claims: b
     ip_of = {h.name: h.ip for h in model.hosts}
 
     def owner(address: str) -> int:
-        if address in owners or claims_dir is None:
+        if address in owners or place is None:
             return address_owner(address, owners, 2)
-        return int((Path(claims_dir) / address).read_text())
+        return int((tmp_path / "segments" / "seg1" / "claims" / address).read_text())
 
     for host in started:  # one task each: the one that owns the address
         assert served[host] == {owner(ip_of[host])}, host

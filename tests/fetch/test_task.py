@@ -25,6 +25,7 @@ from trawl.config import Config, load_config
 from trawl.dedup.soft404 import PROBE_SUFFIX
 from trawl.fetch.rules import policy_source
 from trawl.fetch.task import ROBOTS_ATTEMPTS, run_fetch_task
+from trawl.store.files import CrawlRoot
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 from trawl.testweb.audit import gaps
 from trawl.testweb.model import make_url
@@ -610,7 +611,9 @@ def test_trawl_policy_set_block_reaches_a_running_fetch(model: WebModel, tmp_pat
         cfg = config(web, "politeness.min_delay_s=0.25", f"fetch.policy_refresh_s={refresh}")
         task = threading.Thread(
             target=lambda: rows.extend(
-                run_fetch_task(items, cfg, "seg1", 0, None, 60, policy_source(str(root)))
+                run_fetch_task(
+                    items, cfg, "seg1", 0, None, 60, policy_source(CrawlRoot.of(str(root)))
+                )
             )
         )
         task.start()

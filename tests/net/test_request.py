@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trawl.net.request import parse_target, user_agent_string
+from trawl.net.request import parse_target, request_fields, user_agent_string
 from trawl.net.response import FetchError
 
 
@@ -39,3 +39,13 @@ def test_user_agent_string() -> None:
         user_agent_string("my bot", "1", None)
     with pytest.raises(ValueError):
         user_agent_string("trawl", "1", "http://x/(y)")
+
+
+@pytest.mark.parametrize(
+    "name", ["Host", "content-length", "Transfer-Encoding", "Proxy-Authorization"]
+)
+def test_extra_fields_may_not_set_the_target_framing_or_proxy_credentials(name: str) -> None:
+    target = parse_target("http://example.com/")
+    assert request_fields(target, [], {"X-Ok": "1"}) == [("Host", "example.com"), ("X-Ok", "1")]
+    with pytest.raises(ValueError, match=f"may not set {name}"):
+        request_fields(target, [], {name: "x"})

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 from trawl.cli.commands import dispatch
 from trawl.cli.parser import DEFAULT_CRAWL, build_parser
 from trawl.config import Config, ConfigError, load_config
+from trawl.store.files import CrawlRoot
 from trawl.store.lease import CrawlLease, LeaseHeld
+from trawl.store.objectstore import StoreError
 
 if TYPE_CHECKING:
     import argparse
@@ -50,8 +52,15 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
 
         cfg = replace(cfg, spark=replace(cfg.spark, master=""))
     try:
+        if args.command not in ("testweb", "demo"):
+            # an object store that cannot be used fails here, in seconds and
+            # one line, before a JVM starts or anything is written
+            CrawlRoot.of(args.crawl, cfg.storage).check()
         with _lease(args, cfg):
             return int(dispatch(args, cfg) or 0)
+    except StoreError as exc:
+        print(f"trawl: {exc}", file=sys.stderr)
+        return 2
     except LeaseHeld as exc:
         print(f"trawl: {exc}", file=sys.stderr)
         return EXIT_IN_USE
@@ -67,8 +76,9 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
 
 def _lease(args: argparse.Namespace, cfg: Config) -> AbstractContextManager[Any]:
     """The crawl's lease for the commands that write it (``trawl.store.lease``)."""
-    if args.command not in WRITING_COMMANDS or "://" in args.crawl:
+    if args.command not in WRITING_COMMANDS:
         return nullcontext()
     segment = getattr(args, "segment", None)
     command = f"{args.command} --segment {segment}" if segment else args.command
-    return CrawlLease(args.crawl, command, cfg.crawl.lease_ttl_s, cfg.crawl.lease_wait_s)
+    root = CrawlRoot.of(args.crawl, cfg.storage)
+    return CrawlLease(root, command, cfg.crawl.lease_ttl_s, cfg.crawl.lease_wait_s)

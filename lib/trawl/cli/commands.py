@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from trawl.cli.policy import policy_command
 from trawl.config import Config
+from trawl.store.files import CrawlRoot
 
 if TYPE_CHECKING:
     from trawl.runner import JobContext
@@ -42,9 +43,9 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
 
         return run_demo(cfg, Path(args.out), args.cycles, args.set)
     if args.command == "policy":  # deltalake only: never starts a JVM
-        return policy_command(args)
+        return policy_command(args, cfg)
     if args.command == "warc" and args.warc_command == "get":  # no JVM either
-        return _warc_get(args)
+        return _warc_get(args, cfg)
     return _spark_command(args, cfg)
 
 
@@ -52,7 +53,7 @@ def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
     from trawl.store.session import build_spark
 
     spark = build_spark(cfg)
-    root = str(Path(args.crawl).absolute()) if "://" not in args.crawl else args.crawl
+    root = CrawlRoot.of(args.crawl, cfg.storage).uri
     if args.command in ("stats", "sql"):
         from trawl.runner import JobContext, segment_id
 
@@ -133,11 +134,11 @@ def _run_job(ctx: JobContext, args: argparse.Namespace) -> dict[str, Any]:
     return run_updatedb(ctx)
 
 
-def _warc_get(args: argparse.Namespace) -> int:
+def _warc_get(args: argparse.Namespace, cfg: Config) -> int:
     from trawl.store.files import warc_record
     from trawl.warc.lookup import parse_ref
 
-    record, raw = warc_record(args.crawl, parse_ref(args.ref))
+    record, raw = warc_record(CrawlRoot.of(args.crawl, cfg.storage), parse_ref(args.ref))
     if args.headers:
         out = raw[: raw.index(b"\r\n\r\n") + 4]
     elif args.payload:

@@ -13,20 +13,21 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from trawl.config import Config
     from trawl.crawldb.policy import PolicyRule
     from trawl.store.policy import PolicyStore
 
 
-def policy_command(args: argparse.Namespace) -> int:
+def policy_command(args: argparse.Namespace, cfg: Config) -> int:
     """Run ``trawl policy ACTION``: 0, or 1 when the table cannot be read or written."""
     from trawl.report import emit
+    from trawl.store.files import CrawlRoot
     from trawl.store.policy import PolicyStore, PolicyTableError
 
-    store = PolicyStore(args.crawl if "://" in args.crawl else Path(args.crawl).absolute())
+    store = PolicyStore.of(CrawlRoot.of(args.crawl, cfg.storage))
     try:
         if args.policy_command == "list":
             rows, title = _policy_list(store, args)

@@ -7,20 +7,33 @@ Sources are applied in a written order, lowest first:
 3. environment variables ``TRAWL__<SECTION>__<KEY>`` (value read as TOML);
 4. ``--set section.key=value`` overrides, in the order given.
 
+Where none of them gave ``http.proxy`` or ``http.no_proxy`` a value, the
+proxy variables ``http_proxy``, ``https_proxy`` and ``no_proxy`` (or upper
+case) do, as curl reads them (``trawl.config.proxy``).
+
 Nothing else in trawl reads the environment or a config file: components are
 built from the ``Config`` object (``HttpClient.from_config(cfg)`` and so on).
 Unknown sections or keys are errors, so a typo cannot silently do nothing.
 
-Three modules, along the seam between what a config is and how one is made:
+Four modules, along the seam between what a config is and how one is made:
 ``sections`` (the frozen dataclasses and their defaults), ``load`` (the
-sources, merged and coerced to the defaults' types) and ``validate`` (checks
-of values, and ``ConfigError``). Everything is imported from here:
-``from trawl.config import Config, load_config``.
+sources, merged and coerced to the defaults' types), ``validate`` (checks
+of values, and ``ConfigError``) and ``proxy`` (what the proxy settings mean,
+parsed here so that a wrong one fails on the driver, not in a fetch
+task). Everything is imported from here: ``from trawl.config import
+Config, load_config``.
 """
 
 from __future__ import annotations
 
 from trawl.config.load import ENV_PREFIX, from_dict, load_config
+from trawl.config.proxy import (
+    NoProxy,
+    ProxyEndpoint,
+    ProxySettings,
+    parse_no_proxy,
+    parse_proxy_url,
+)
 from trawl.config.sections import (
     AirflowConfig,
     BudgetConfig,
@@ -37,6 +50,7 @@ from trawl.config.sections import (
     RobotsConfig,
     ScheduleConfig,
     SparkConfig,
+    StorageConfig,
     TestwebConfig,
     TrapsConfig,
     WarcConfig,
@@ -72,14 +86,20 @@ __all__ = [
     "FilterConfig",
     "GenerateConfig",
     "HttpConfig",
+    "NoProxy",
     "NormalizeConfig",
     "PolitenessConfig",
+    "ProxyEndpoint",
+    "ProxySettings",
     "RobotsConfig",
     "ScheduleConfig",
     "SparkConfig",
+    "StorageConfig",
     "TestwebConfig",
     "TrapsConfig",
     "WarcConfig",
     "from_dict",
     "load_config",
+    "parse_no_proxy",
+    "parse_proxy_url",
 ]

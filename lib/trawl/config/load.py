@@ -3,7 +3,9 @@
 Lowest first (Scrapy's ``SETTINGS_PRIORITIES`` idea): the defaults of
 ``trawl.config.sections``; the ``--config`` TOML file; environment variables
 ``TRAWL__<SECTION>__<KEY>``; ``--set section.key=value`` overrides, in the
-order given. Every source is first merged, key by key, into one nested dict
+order given. Where none of them gave ``http.proxy`` or ``http.no_proxy`` a
+value, the proxy variables of the environment (``HTTPS_PROXY``, ``NO_PROXY``,
+...) do (``trawl.config.proxy``). Every source is first merged, key by key, into one nested dict
 of raw values (an environment value or an override is read as TOML, else as
 a plain string); only then is each value checked against the type of its
 default and the whole checked by ``trawl.config.validate``. Executors
@@ -21,10 +23,18 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from trawl.config.proxy import environment_values
 from trawl.config.sections import Config
 from trawl.config.validate import ConfigError, validate_config
 
 ENV_PREFIX = "TRAWL__"
+# [storage] keys the standard AWS environment fills when no other source
+# sets them (the variables every AWS tool reads, first one set wins).
+AWS_ENVIRONMENT = {
+    "endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    "profile": ("AWS_PROFILE",),
+}
 
 
 def load_config(
@@ -33,10 +43,10 @@ def load_config(
     environ: Mapping[str, str] | None = None,
 ) -> Config:
     """Build the Config from defaults, file, environment and ``--set`` overrides."""
-    raw: dict[str, dict[str, Any]] = {}
+    env = os.environ if environ is None else environ
+    raw: dict[str, dict[str, Any]] = {"storage": _aws_environment(env)}
     if path:
         _merge(raw, _read_file(path), f"config file {path}")
-    env = os.environ if environ is None else environ
     for name in sorted(env):
         if name.startswith(ENV_PREFIX):
             dotted = name[len(ENV_PREFIX) :].lower().replace("__", ".")
@@ -46,7 +56,20 @@ def load_config(
         if not sep or not key.strip():
             raise ConfigError(f"--set wants section.key=value, got {item!r}")
         _merge(raw, _dotted(key.strip(), _toml_value(text)), f"--set {item}")
+    _merge(raw, {"http": _proxy_variables(raw.get("http", {}), env)}, "the proxy variables")
     return from_dict(raw)
+
+
+def _aws_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The ``[storage]`` values of the standard AWS environment: the lowest
+    source after the defaults, so a config file, ``TRAWL__STORAGE__*`` or
+    ``--set`` overrides them. Keys and secrets are not read here."""
+    out = {}
+    for key, names in AWS_ENVIRONMENT.items():
+        value = next((env[n] for n in names if env.get(n)), None)
+        if value:
+            out[key] = value
+    return out
 
 
 def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
@@ -61,6 +84,18 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
     cfg = Config(**sections)
     validate_config(cfg)
     return cfg
+
+
+def _proxy_variables(http: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``http.proxy`` and ``http.no_proxy`` from HTTP_PROXY, HTTPS_PROXY and
+    NO_PROXY (and their lower-case names) where no source gave the key a value
+    (``trawl.config.proxy``). Read here, when the driver loads the config;
+    executors get the values with it (``Config.to_dict``)."""
+    unset = [key for key in ("proxy", "no_proxy") if not http.get(key)]
+    try:
+        return environment_values(env, unset)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _read_file(path: str | Path) -> dict[str, Any]:

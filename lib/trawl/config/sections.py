@@ -52,6 +52,8 @@ class HttpConfig:
     transfer_rate_window_s: float = 10.0
     accept_encoding: str = "gzip, deflate, br"
     max_idle_connections: int = 1024
+    proxy: str = ""  # trawl.config.proxy: syntax, and how the environment fills it
+    no_proxy: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,20 @@ class WarcConfig:
     operator: str = ""
     metadata: bool = True
     revisits: bool = True
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """Where an object-store crawl root lives and how to reach it. Empty
+    values come from the standard AWS environment (``trawl.config.load``);
+    credentials never pass through here: every client takes them from the
+    AWS SDKs' own chain (environment, shared files, instance roles)."""
+
+    endpoint: str = ""
+    region: str = ""
+    path_style: str = "auto"
+    credentials: str = "default"
+    profile: str = ""
 
 
 @dataclass(frozen=True)
@@ -232,6 +248,7 @@ class Config:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
 

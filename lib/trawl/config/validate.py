@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from trawl.config.proxy import ProxySettings, parse_no_proxy
 from trawl.config.sections import (
     AirflowConfig,
     BudgetConfig,
@@ -24,6 +25,7 @@ from trawl.config.sections import (
     FetchConfig,
     HttpConfig,
     ScheduleConfig,
+    StorageConfig,
     TrapsConfig,
     WarcConfig,
 )
@@ -34,6 +36,13 @@ class ConfigError(ValueError):
 
 
 POLITENESS_MODES = ("byHost", "byIP", "both")
+# storage.path_style: auto = path-style for an http:// endpoint (a local or
+# S3-compatible store), virtual-hosted otherwise (AWS's default).
+PATH_STYLES = ("auto", "true", "false")
+# storage.credentials: default = the AWS SDKs' chain (environment, shared
+# credentials and config files with storage.profile, instance and container
+# roles); anonymous = unsigned requests (a public bucket).
+CREDENTIALS = ("default", "anonymous")
 DRIVER_JITS = ("c1", "tiered")
 # lagrangian / change_prob: trawl's change-rate model (trawl.crawldb.changerate);
 # adaptive: Nutch's AdaptiveFetchSchedule; uniform: one interval for all.
@@ -63,10 +72,21 @@ def validate_config(cfg: Config) -> None:
     _validate_traps(cfg.traps, cfg.budget)
     _validate_crawl(cfg.crawl)
     _validate_warc(cfg.warc)
+    _validate_storage(cfg.storage)
     for key in NOT_NEGATIVE:
         section, name = key.split(".")
         if getattr(getattr(cfg, section), name) < 0:
             raise ConfigError(f"{key} must not be negative")
+
+
+def _validate_storage(storage: StorageConfig) -> None:
+    _one_of("storage.path_style", storage.path_style, PATH_STYLES)
+    _one_of("storage.credentials", storage.credentials, CREDENTIALS)
+    endpoint = storage.endpoint
+    if endpoint and not re.fullmatch(r"https?://[^/\s?#@]+/?", endpoint):
+        raise ConfigError(
+            f"storage.endpoint must be http(s)://host[:port] (no path, no user), got {endpoint!r}"
+        )
 
 
 def _one_of(key: str, value: str, choices: Sequence[str]) -> None:
@@ -84,6 +104,11 @@ def _validate_http(http: HttpConfig) -> None:
         )
     if http.max_idle_connections < 0:
         raise ConfigError("http.max_idle_connections must not be negative (0: no keep-alive)")
+    for key, parse in (("proxy", ProxySettings.parse), ("no_proxy", parse_no_proxy)):
+        try:
+            parse(getattr(http, key))
+        except ValueError as exc:  # the message never holds the proxy's password
+            raise ConfigError(f"http.{key}: {exc}") from None
 
 
 def _validate_fetch(fetch: FetchConfig) -> None:

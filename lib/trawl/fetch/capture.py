@@ -28,7 +28,7 @@ from trawl.config import WarcConfig
 from trawl.crawldb.status import FetchOutcome
 from trawl.fetch.row import Row
 from trawl.net.response import HttpResponse
-from trawl.warc.archive import TaskArchive
+from trawl.warc.archive import Opener, TaskArchive
 from trawl.warc.fields import payload_digest
 from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED, Stored, WarcWriter
 
@@ -49,12 +49,12 @@ def _capture(stored: Stored, digest: str) -> Row:
 
 
 def task_archive(
-    cfg: WarcConfig, warc_dir: str, segment: str, task: int, agent: str
+    cfg: WarcConfig, place: str | Opener, segment: str, task: int, agent: str
 ) -> TaskArchive:
     """The fetch task's WARC files; their ``warcinfo`` names the segment, the
     robots.txt policy (obeyed) and ``agent``, the User-Agent sent."""
     return TaskArchive(
-        warc_dir,
+        place,
         segment,
         task,
         software=f"trawl/{__version__}",

@@ -12,10 +12,10 @@ may start such a host itself when nothing else can be fetching it:
   at a time per crawl: the crawl lease);
 - the task owns the host's address: the task of the fetch list's hosts at
   that address; for an address the fetch list does not have, the first
-  task to claim it (``claim_address``: a file made with ``O_EXCL`` in the
-  segment's ``claims/`` folder, on local and mounted crawl roots) or,
-  where there is no such folder, the task its hash picks
-  (``address_owner``). So hosts sharing an address are still served by one
+  task to claim it (``trawl.store.files.Claims``: a file made with
+  ``O_EXCL``, or an object written with ``If-None-Match: *``, in the
+  segment's ``claims/``) or, when the stage gives no claims place, the task
+  its hash picks (``address_owner``). So hosts sharing an address are still served by one
   task (one request in flight per address) and no host is started by two
   tasks. The resolver picks the same address of a name in every task
   (``trawl.net.resolver``);
@@ -34,13 +34,13 @@ task's threads share a ``NewHosts`` under the task's lock.
 
 from __future__ import annotations
 
-import os
 import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trawl.config import Config
+from trawl.store.files import Claims
 
 # Hosts crawldb may know for the fetch stage to ship their names to every
 # task (a set of this many names takes some 100 MB in each task's Python);
@@ -56,7 +56,7 @@ class NewHostScope:
     known_domains: frozenset[str]  # their registered domains
     owners: Mapping[str, int]  # address -> task of the fetch list's hosts there
     tasks: int
-    claims_dir: str | None = None  # where tasks claim other addresses (None: by hash)
+    claims: Claims | None = None  # where tasks claim other addresses (None: by hash)
 
 
 def address_owner(address: str, owners: Mapping[str, int], tasks: int) -> int:
@@ -66,26 +66,6 @@ def address_owner(address: str, owners: Mapping[str, int], tasks: int) -> int:
     if owner is not None:
         return owner % tasks
     return zlib.crc32(address.encode()) % tasks
-
-
-def claim_address(claims_dir: str, address: str, task: int) -> bool:
-    """Does ``task`` own ``address``, claimed first-come in ``claims_dir``?
-
-    The claim is a file named for the address holding the task's number,
-    made with ``O_EXCL``, so of the tasks asking at once exactly one makes
-    it. A task that finds the file owns the address if it holds its number:
-    a re-run of the task (Spark retries a failed task with the same number)
-    keeps the addresses it claimed before."""
-    os.makedirs(claims_dir, exist_ok=True)
-    path = os.path.join(claims_dir, address.replace(":", "_").replace("%", "_"))
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        with open(path, encoding="ascii") as fh:
-            return fh.read().strip() == str(task)  # empty: another is writing its claim
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(str(task))
-    return True
 
 
 def host_room(cfg: Config) -> int:
@@ -149,10 +129,10 @@ class NewHosts:
             owned = self.addresses.get(address)
             if owned is None:
                 scope = self.scope
-                if address in scope.owners or scope.claims_dir is None:
+                if address in scope.owners or scope.claims is None:
                     owned = address_owner(address, scope.owners, scope.tasks) == self.task
                 else:
-                    owned = claim_address(scope.claims_dir, address, self.task)
+                    owned = scope.claims.claim(address, self.task)
                 self.addresses[address] = owned
             return owned
 

@@ -24,6 +24,7 @@ from trawl.dedup.soft404 import ProbeAnswer
 from trawl.fetch.politeness import GapRule
 from trawl.fetch.visit import origin_of
 from trawl.net.robots import UNREACHABLE_REASONS, RobotsRules
+from trawl.store.files import CrawlRoot
 
 # An operator's verdict on a host: None (no rule), or (why it must stop --
 # "" if it need not --, minimum delay). A source gives a fresh view when called.
@@ -117,13 +118,14 @@ def _utc(when: datetime) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def policy_source(root: str) -> PolicySource:
+def policy_source(root: CrawlRoot) -> PolicySource:
     """The operator's policy table (``trawl policy``) as a fetch task reads it:
-    each call re-reads it (cheaply when nothing changed) and returns a view."""
+    each call re-reads it (cheaply when nothing changed) and returns a view.
+    A table that cannot be read is an error, never "no rules"."""
     from trawl.crawldb.policy import resolve
     from trawl.store.policy import PolicyView
 
-    table = PolicyView(root)
+    table = PolicyView.of(root)
 
     def source() -> HostVerdict:
         rules = table.refresh()

@@ -88,6 +88,7 @@ from trawl.fetch.visit import Fetcher, Visit, origin_of, user_agent
 from trawl.net.resolver import AddressRefused
 from trawl.net.robots import DEFERRED_UNREACHABLE, RobotsRules
 from trawl.url.keys import registered_domain
+from trawl.warc.archive import Opener
 
 log = logging.getLogger(__name__)
 
@@ -416,7 +417,7 @@ def run_fetch_task(
     cfg: Config,
     segment: str,
     task: int,
-    warc_dir: str | None,
+    warc: str | Opener | None,
     time_limit_s: float,
     policy: PolicySource | None = None,
     scope: NewHostScope | None = None,
@@ -424,15 +425,18 @@ def run_fetch_task(
     """Fetch one task's fetchlist rows; yields one row per attempt, as made
     (``FetchTask.stream``).
 
+    ``warc``: where its WARC files go, a local folder or an opener of named
+    files (``trawl.store.files.FetchPlaces.open_warc``; None: none written).
     ``policy()`` gives the operator's policy as it is now (read again every
     ``fetch.policy_refresh_s``); see ``policy_source``. ``scope``: what the
     task needs to start hosts crawldb does not know (``trawl.fetch.claims``;
     None: it starts none).
     """
     writer = None
-    if warc_dir:
-        writer = task_archive(cfg.warc, warc_dir, segment, task, user_agent(cfg))
+    if warc:
+        writer = task_archive(cfg.warc, warc, segment, task, user_agent(cfg))
     fetcher = Fetcher.from_config(cfg, writer)
+    finished = False
     try:
         new_hosts = None
         if scope is not None and cfg.fetch.starts_new_hosts:
@@ -441,7 +445,13 @@ def run_fetch_task(
         job = FetchTask(cfg, fetcher, deadline, policy, segment, new_hosts)
         job.add_hosts(items)
         yield from job.stream()
+        finished = True
     finally:
         fetcher.client.close()
         if writer is not None:
-            writer.close()
+            # a task that failed leaves no WARC file: its retry writes them
+            # again under the same names (an upload not completed is no object)
+            if finished:
+                writer.close()
+            else:
+                writer.abort()

@@ -126,19 +126,7 @@ class Fetcher:
 
     @classmethod
     def from_config(cls, cfg: Config, warc: TaskArchive | None = None) -> Fetcher:
-        h = cfg.http
-        client = HttpClient(
-            user_agent(cfg),
-            connect_timeout_s=h.connect_timeout_s,
-            read_timeout_s=h.read_timeout_s,
-            total_timeout_s=h.total_timeout_s,
-            max_content_bytes=h.max_content_bytes,
-            max_decompressed_bytes=h.max_decompressed_bytes,
-            accept_encoding=h.accept_encoding,
-            min_transfer_rate_bps=h.min_transfer_rate_bps,
-            transfer_rate_window_s=h.transfer_rate_window_s,
-            max_idle_connections=h.max_idle_connections,
-        )
+        client = HttpClient.from_config(cfg, user_agent(cfg))
         return cls(cfg, Resolver.from_config(cfg), client, warc)
 
     # -- robots.txt ------------------------------------------------------------

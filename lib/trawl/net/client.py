@@ -27,14 +27,19 @@ dies before any response byte the GET is retried once on a new connection
 (RFC 9112 9.3.1: allowed for idempotent requests). ``max_idle_connections=0``
 sends ``Connection: close`` instead. The client is shared by a fetch task's
 threads: each exchange owns its connection and only the pool is locked.
+
+With a proxy (``proxy``: ``trawl.config.ProxySettings``, routed per request)
+the connection goes to the proxy instead: an http:// request in
+absolute-form, an https:// one through a CONNECT tunnel to ``ip``; the
+request recorded is the one the target sees, and a proxy that cannot be
+reached or refuses is ``FetchError("proxy")`` (``trawl.net.proxy``).
+Connections through a proxy are pooled by target like direct ones.
 """
 
 from __future__ import annotations
 
 import http.client
 import ipaddress
-import math
-import socket
 import ssl
 import threading
 import time
@@ -44,7 +49,10 @@ from typing import NoReturn
 
 from urllib3.util import wait_for_read
 
+from trawl.config import Config, ProxyEndpoint, ProxySettings
 from trawl.net.coding import decode_body
+from trawl.net.connection import Connection, PinnedTLSConnection
+from trawl.net.proxy import Tunnel, authority_form, on_the_wire, refused
 from trawl.net.request import (
     DEFAULT_ACCEPT,
     Target,
@@ -54,7 +62,6 @@ from trawl.net.request import (
     request_head,
 )
 from trawl.net.response import (
-    BoundedResponse,
     FetchError,
     FetchErrorKind,
     HttpResponse,
@@ -65,43 +72,6 @@ from trawl.net.response import (
 __all__ = ["HttpClient"]
 
 _PoolKey = tuple[str, str, int, str]
-
-
-class _Connection(http.client.HTTPConnection):
-    """HTTP/1.1 to a pinned address; the response of the exchange in progress
-    reads under that exchange's ``deadline`` (set before each request)."""
-
-    deadline = math.inf
-    read_timeout_s = math.inf
-
-    # http.client calls ``self.response_class(sock, method=...)``: a method
-    # serves as well as a class, and binds the limits of this connection.
-    def response_class(  # type: ignore[override]
-        self,
-        sock: socket.socket,
-        debuglevel: int = 0,
-        method: str | None = None,
-        url: str | None = None,
-    ) -> http.client.HTTPResponse:
-        return BoundedResponse(sock, self.deadline, self.read_timeout_s, method)
-
-
-class _PinnedTLSConnection(_Connection):
-    """HTTPS to a pinned address: TCP to the IP, TLS SNI and certificate
-    verification against the URL's host name (RFC 9110 4.3.4, RFC 6066 3)."""
-
-    default_port = 443
-
-    def __init__(
-        self, ip: str, port: int, timeout: float, context: ssl.SSLContext, server_hostname: str
-    ) -> None:
-        super().__init__(ip, port, timeout=timeout)
-        self._context = context
-        self._server_hostname = server_hostname
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_hostname)
 
 
 class HttpClient:
@@ -123,6 +93,7 @@ class HttpClient:
         max_idle_connections: int = 32,
         idle_timeout_s: float = 30.0,
         ca_certs: str | None = None,
+        proxy: ProxySettings | None = None,
     ) -> None:
         check_field("User-Agent", user_agent)
         self.user_agent = user_agent
@@ -139,9 +110,28 @@ class HttpClient:
         self.max_idle_connections = max_idle_connections
         self.idle_timeout_s = idle_timeout_s
         self.ca_certs = ca_certs
+        self.proxy = proxy or ProxySettings()  # none: every request direct
         self._tls: ssl.SSLContext | None = None  # made on first use: loading CAs takes ~50 ms
-        self._idle: OrderedDict[_PoolKey, tuple[float, _Connection]] = OrderedDict()
+        self._idle: OrderedDict[_PoolKey, tuple[float, Connection]] = OrderedDict()
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, cfg: Config, user_agent: str) -> HttpClient:
+        """The client of ``http.*``, sending ``user_agent``."""
+        h = cfg.http
+        return cls(
+            user_agent,
+            connect_timeout_s=h.connect_timeout_s,
+            read_timeout_s=h.read_timeout_s,
+            total_timeout_s=h.total_timeout_s,
+            max_content_bytes=h.max_content_bytes,
+            max_decompressed_bytes=h.max_decompressed_bytes,
+            accept_encoding=h.accept_encoding,
+            min_transfer_rate_bps=h.min_transfer_rate_bps,
+            transfer_rate_window_s=h.transfer_rate_window_s,
+            max_idle_connections=h.max_idle_connections,
+            proxy=ProxySettings.parse(h.proxy, h.no_proxy),
+        )
 
     # -- public ----------------------------------------------------------------
 
@@ -171,8 +161,9 @@ class HttpClient:
         target = parse_target(url)
         ip = str(ipaddress.ip_address(ip.strip("[]")))  # ValueError: not an address
         fields = self._request_fields(target, extra_headers)
-        key = (target.scheme, ip, target.port, target.host)
-        conn, resp = self._open(key, target, fields, deadline)
+        key = (target.scheme, ip, target.port, target.host)  # one route per key: proxy or not
+        proxy = self.proxy.route(target.scheme, target.host, target.port, ip)
+        conn, resp = self._open(key, target, fields, deadline, proxy)
         ttfb = time.monotonic() - started
         try:
             raw, truncated = read_body(
@@ -245,24 +236,28 @@ class HttpClient:
         return request_fields(target, ours, extra)
 
     def _open(
-        self, key: _PoolKey, target: Target, fields: list[tuple[str, str]], deadline: float
-    ) -> tuple[_Connection, http.client.HTTPResponse]:
+        self,
+        key: _PoolKey,
+        target: Target,
+        fields: list[tuple[str, str]],
+        deadline: float,
+        proxy: ProxyEndpoint | None,
+    ) -> tuple[Connection, http.client.HTTPResponse]:
         """Send the request and read the response head: (conn, response)."""
+        request_target, sent = on_the_wire(target, fields, proxy)
         for attempt in range(2):
             conn = self._checkout(key) if attempt == 0 else None
             reused = conn is not None
             if conn is None:
-                conn = self._connect(target, key[1], deadline)
+                conn = self._connect(target, key[1], deadline, proxy)
             conn.deadline, conn.read_timeout_s = deadline, self.read_timeout_s
             try:
                 conn.sock.settimeout(self._wait(self.read_timeout_s, deadline))  # for sending
-                conn.putrequest(
-                    "GET", target.request_target, skip_host=True, skip_accept_encoding=True
-                )
-                for name, value in fields:
+                conn.putrequest("GET", request_target, skip_host=True, skip_accept_encoding=True)
+                for name, value in sent:
                     conn.putheader(name, value)
                 conn.endheaders()
-                return conn, conn.getresponse()
+                return conn, _answer(conn.getresponse(), conn, request_target)
             except Exception as exc:
                 conn.close()
                 if reused and isinstance(exc, ConnectionError):
@@ -270,18 +265,27 @@ class HttpClient:
                 _raise_fetch_error(exc, f"GET {target.request_target}", connecting=False)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _connect(self, target: Target, ip: str, deadline: float) -> _Connection:
+    def _connect(
+        self, target: Target, ip: str, deadline: float, proxy: ProxyEndpoint | None
+    ) -> Connection:
+        """A new connection to ``ip``, or to ``proxy`` (tunnelled for https)."""
         timeout = self._wait(self.connect_timeout_s, deadline)
-        conn: _Connection
+        host, port = (ip, target.port) if proxy is None else (proxy.host, proxy.port)
+        conn: Connection
         if target.scheme == "https":
-            conn = _PinnedTLSConnection(ip, target.port, timeout, self._tls_context(), target.host)
+            conn = PinnedTLSConnection(host, port, timeout, self._tls_context(), target.host)
+            if proxy is not None:
+                conn.tunnel = Tunnel(proxy, authority_form(ip, target.port), self.user_agent)
         else:
-            conn = _Connection(ip, target.port, timeout=timeout)
+            conn = Connection(host, port, timeout=timeout)
+        conn.deadline, conn.read_timeout_s, conn.via = deadline, self.read_timeout_s, proxy
         try:
             conn.connect()
         except Exception as exc:
             conn.close()
             where = f"connect to {ip} port {target.port} for {target.host}"
+            if proxy is not None:
+                where += f" through proxy {proxy.address}"
             _raise_fetch_error(exc, where, connecting=True)
         return conn
 
@@ -303,7 +307,7 @@ class HttpClient:
 
     # -- pool ------------------------------------------------------------------
 
-    def _checkout(self, key: _PoolKey) -> _Connection | None:
+    def _checkout(self, key: _PoolKey) -> Connection | None:
         with self._lock:
             entry = self._idle.pop(key, None)
         if entry is None:
@@ -316,7 +320,7 @@ class HttpClient:
         conn.close()
         return None
 
-    def _checkin(self, key: _PoolKey, conn: _Connection) -> None:
+    def _checkin(self, key: _PoolKey, conn: Connection) -> None:
         evicted = []
         with self._lock:
             if key in self._idle or self.max_idle_connections <= 0:
@@ -329,9 +333,22 @@ class HttpClient:
             old.close()
 
 
+def _answer(
+    resp: http.client.HTTPResponse, conn: Connection, request_target: str
+) -> http.client.HTTPResponse:
+    """``resp``, unless it is a forwarding proxy's 407 (RFC 9110 15.5.8): that
+    is the proxy's own answer, not the target's, so ``FetchError("proxy")``."""
+    if conn.via is not None and conn.tunnel is None and resp.status == 407:
+        resp.close()
+        raise refused(conn.via, f"GET {request_target}", resp.status, resp.reason)
+    return resp
+
+
 def _raise_fetch_error(exc: Exception, where: str, connecting: bool) -> NoReturn:
     """Raise ``exc`` as a ``FetchError`` (or as itself if it is not a network error)."""
     kind: FetchErrorKind
+    if isinstance(exc, FetchError):  # already says what failed (a proxy's refusal)
+        raise exc
     if isinstance(exc, TimeoutError):
         kind = "connect" if connecting else "timeout"
     elif isinstance(exc, ssl.SSLError):  # handshake, certificate verification

@@ -9,7 +9,7 @@ A URL that cannot be fetched is ``FetchError("invalid_url")``.
 
 ``request_fields`` lists the fields in the order they go on the wire, Host
 first; a caller's extra fields (e.g. If-None-Match) replace ours of the same
-name, but may not set Host or the framing fields. ``request_head`` gives the
+name, but may not set Host, the framing fields or Proxy-Authorization. ``request_head`` gives the
 request line and fields byte for byte as ``trawl.net.client`` sends them
 through ``http.client``'s ``putrequest(skip_host=True,
 skip_accept_encoding=True)`` (urllib3's pool would add a User-Agent and
@@ -41,7 +41,8 @@ DEFAULT_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2
 _BAD_VALUE = re.compile(r"[\r\n\x00]")  # RFC 9110 5.5: no CR, LF or NUL in a field value
-_CALLER_MAY_NOT_SET = {"host", "content-length", "transfer-encoding"}  # target and framing
+# the target, the framing, and the proxy's credentials (trawl.net.proxy adds them)
+_CALLER_MAY_NOT_SET = {"host", "content-length", "transfer-encoding", "proxy-authorization"}
 
 
 def user_agent_string(agent_name: str, version: str, contact_url: str | None) -> str:

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 Truncation = Literal["length", "time", "disconnect"]
-FetchErrorKind = Literal["invalid_url", "connect", "tls", "timeout", "read", "protocol"]
+FetchErrorKind = Literal["invalid_url", "connect", "tls", "timeout", "read", "protocol", "proxy"]
 _READ_SIZE = 65_536
 _RATE_SAMPLES = 10  # samples kept per transfer-rate window (bounds the memory of the check)
 

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config
 from trawl.stages.common import StageContext
+from trawl.store.files import CrawlRoot
 from trawl.store.tables import (
     ensure_all,
     read_table,
@@ -34,6 +35,11 @@ class JobContext:
     @property
     def stage(self) -> StageContext:
         return StageContext(self.cfg, self.segment, self.at)
+
+    @property
+    def files(self) -> CrawlRoot:
+        """The crawl root's files (WARC, indexes, claims), local or object store."""
+        return CrawlRoot.of(self.root, self.cfg.storage)
 
 
 def segment_id(at: datetime) -> str:

@@ -3,6 +3,8 @@ segment's CDXJ index written, counted."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import functions as F
@@ -11,7 +13,7 @@ from trawl.fetch.claims import NewHostScope
 from trawl.runner.common import JobContext, counted, say
 from trawl.stages.common import concurrently
 from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
-from trawl.store.files import clear_claims, fetch_places, segment_index, warc_files
+from trawl.store.files import INDEX_FILE, FetchPlaces, index_rel, warc_files, warc_rel
 from trawl.store.tables import (
     read_segment_table,
     read_table,
@@ -27,17 +29,17 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
     if not segment_exists(spark, root, segment, "fetchlist"):
         raise SystemExit(f"segment {segment} has no fetchlist: run generate first")
     fetchlist = read_segment_table(spark, root, segment, "fetchlist")
-    places = fetch_places(root, segment)
+    places = FetchPlaces(ctx.files, segment)
 
     def scope() -> NewHostScope | None:
         crawldb = read_table(spark, root, "crawldb")
-        return new_host_scope(crawldb, fetchlist, ctx.cfg, places.claims_dir)
+        return new_host_scope(crawldb, fetchlist, ctx.cfg, places.claims)
 
     # the check and the new-host scope are each a few small jobs: side by side
     merged, starts = concurrently(lambda: counted(ctx, "updatedb"), scope)
     if not merged:
         if starts is not None:
-            clear_claims(root, segment)  # a re-run's tasks claim afresh
+            places.claims.clear()  # a re-run's tasks claim afresh
         rows = fetch(fetchlist, ctx.stage, places, time_limit_s, starts)
         write_segment_table(rows, root, segment, "fetch")
     else:
@@ -63,28 +65,24 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
             f"error (a trawl bug; they are retried next cycle), e.g. {first['url']}: "
             f"{first['error']}"
         )
-    if indexed is not None:
-        counters.append(("fetch/warc/index_lines", indexed))
-    else:
-        # An object-store root: the executors write WARC to local or mounted
-        # paths only, so this segment's exchanges are not archived. Said, and
-        # counted, rather than passed over.
-        unarchived = rows.filter("http_status IS NOT NULL").count()
-        counters.append(("fetch/warc/not_written", unarchived))
-        say(
-            f"fetch: no WARC files for segment {ctx.segment}: the crawl root {ctx.root} is "
-            f"not a local or mounted path ({unarchived} responses not archived)"
-        )
+    counters.append(("fetch/warc/index_lines", indexed))
     write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
 
 
-def write_segment_index(ctx: JobContext) -> int | None:
+def write_segment_index(ctx: JobContext) -> int:
     """The segment's CDXJ index, ``segments/<id>/index.cdxj``: every WARC file
     the fetch wrote, sorted (``cdxj-indexer -s`` gives the same bytes), so the
-    indexes of many segments merge (``trawl warc index``). Lines written
-    (None: the root is not local)."""
-    index = segment_index(ctx.root, ctx.segment)
-    if index is None:
-        return None
-    return write_index(warc_files(ctx.root, ctx.segment), index, sort=True)
+    indexes of many segments merge (``trawl warc index``). Lines written.
+    On an object store the files are indexed from local copies, and the
+    index uploaded."""
+    root, segment = ctx.files, ctx.segment
+    names = warc_files(root, segment)
+    with tempfile.TemporaryDirectory(prefix="trawl-index-") as tmp:
+        files = [root.download(warc_rel(segment, n), Path(tmp) / n) for n in names]
+        local = root.local_path(index_rel(segment))
+        index = local or Path(tmp) / INDEX_FILE
+        lines = write_index(files, index, sort=True)
+        if local is None:
+            root.write_bytes(index_rel(segment), index.read_bytes())
+    return lines

@@ -31,7 +31,7 @@ from trawl.fetch.claims import KNOWN_HOSTS_MAX, NewHostScope
 from trawl.fetch.rules import policy_source
 from trawl.fetch.task import run_fetch_task
 from trawl.stages.common import StageContext, concurrently
-from trawl.store.files import FetchPlaces
+from trawl.store.files import Claims, FetchPlaces
 from trawl.store.schemas import FETCH_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -41,14 +41,14 @@ def fetch_partitions(
     fetchlist: DataFrame,
     cfg: Config,
     segment: str,
-    warc_dir: str | None,
+    places: FetchPlaces | None,
     deadline: float,
-    policy_root: str | None = None,
     scope: NewHostScope | None = None,
 ) -> DataFrame:
-    """Run the fetch tasks; ``policy_root`` is the crawl root whose policy
-    table the tasks re-read while they run (None: no mid-segment policy);
-    ``scope`` lets them start hosts crawldb does not know (None: none)."""
+    """Run the fetch tasks. ``places``: the crawl root the tasks write their
+    WARC files to and whose policy table they re-read while they run (None:
+    neither, for tests of the fetching alone); ``scope`` lets them start
+    hosts crawldb does not know (None: none)."""
     tasks = max(1, cfg.fetch.tasks)
     names = FETCH_SCHEMA.fieldNames()
     shared = fetchlist.sparkSession.sparkContext.broadcast(scope) if scope else None
@@ -57,9 +57,10 @@ def fetch_partitions(
         # recursive: struct columns (stored_capture) become dicts, as the fetcher reads them
         items: Iterable[dict[str, Any]] = [row.asDict(recursive=True) for _, row in rows]
         remaining = max(0.0, deadline - time.time())
-        policy = policy_source(policy_root) if policy_root else None
+        policy = policy_source(places.root) if places is not None else None
+        warc = places.open_warc if places is not None else None
         here = shared.value if shared is not None else None
-        for record in run_fetch_task(items, cfg, segment, task, warc_dir, remaining, policy, here):
+        for record in run_fetch_task(items, cfg, segment, task, warc, remaining, policy, here):
             yield tuple(record.get(name) for name in names)
 
     keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))
@@ -68,11 +69,11 @@ def fetch_partitions(
 
 
 def new_host_scope(
-    crawldb: DataFrame, fetchlist: DataFrame, cfg: Config, claims_dir: str | None = None
+    crawldb: DataFrame, fetchlist: DataFrame, cfg: Config, claims: Claims | None = None
 ) -> NewHostScope | None:
     """What the tasks need to start hosts crawldb does not know: its hosts
     and their registered domains, each fetch-list address's task, and the
-    folder where they claim other addresses (``claims_dir``). None
+    place where they claim other addresses (``claims``). None
     when following is off, or crawldb knows over ``KNOWN_HOSTS_MAX`` hosts
     (their names are not shipped to every task; links to new hosts then
     wait for updatedb)."""
@@ -91,7 +92,7 @@ def new_host_scope(
         known_domains=frozenset(str(r["domain"]) for r in pairs if r["domain"]),
         owners={str(r["ip"]): int(r["task"]) % tasks for r in listed},
         tasks=tasks,
-        claims_dir=claims_dir,
+        claims=claims,
     )
 
 
@@ -107,9 +108,7 @@ def fetch(
     limit = ctx.cfg.fetch.time_limit_s if time_limit_s is None else time_limit_s
     # The time limit is an operational bound on this run, not logical time.
     deadline = time.time() + limit
-    return fetch_partitions(
-        fetchlist, ctx.cfg, ctx.segment, places.warc_dir, deadline, places.policy_root, scope
-    )
+    return fetch_partitions(fetchlist, ctx.cfg, ctx.segment, places, deadline, scope)
 
 
 def started_hosts(rows: DataFrame, fetchlist: DataFrame) -> int:

@@ -1,100 +1,393 @@
 """The files under the crawl root that are not tables: each segment's WARC
-folder and CDXJ index, the new-host claims folder, and finding a WARC file
-by its name.
+files and CDXJ index, the new-host claims, the lease, and finding a WARC
+file by its name. Local paths, ``file://`` and ``s3a://`` roots alike.
 
-Every path under the root is made here (tables: ``trawl.store.tables``), so
-the rest of trawl never joins a path to the root itself. The fetch tasks
-write WARC files and claims from Python on the executors, so those places
-must be local (or mounted) paths: ``local_dir`` says which roots are, and a
-place that is not comes back as None (an object-store root, whose WARC
-writing is the object-store issue's work).
+``CrawlRoot`` is the one place that turns a name under the root into a
+path or an object key, so the rest of trawl never joins a path to the root
+itself (tables: ``trawl.store.tables``). A root value is small and
+picklable: the fetch tasks take it to the executors and write their WARC
+files and claims through it. Its operations are the few a crawl needs, each
+with the same meaning on a disk and on an object store:
+
+- ``open_write``: a file that appears under its name, complete, on
+  ``close`` and not at all on ``abort`` (or when the process dies): a
+  hidden ``.<name>.open`` file renamed into place, or a multipart upload
+  (``trawl.store.objectstore``);
+- ``create_exclusive``: write only if absent (``O_EXCL``, or S3's
+  ``If-None-Match: *``): the lease and the claims rest on it;
+- ``read_range``, ``read_bytes``, ``names``, ``download``, ``delete``.
+
+gs:// and abfss:// roots go through the same code once an S3-compatible
+endpoint of theirs is configured (GCS's XML API with HMAC keys); their own
+connectors are not wired here.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO, cast
 
-from trawl.store.tables import segment_path
+from trawl.config import StorageConfig
+from trawl.store.objectstore import (
+    MultipartUpload,
+    S3Store,
+    StoreError,
+    create_exclusive,
+    explain,
+    is_object_store,
+    list_keys,
+    split_uri,
+)
 from trawl.warc.lookup import get_record
 from trawl.warc.record import WarcRecord
 from trawl.warc.writer import WarcRef
 
 INDEX_FILE = "index.cdxj"
+SEGMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_CLIENTS: dict[S3Store, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def check_segment_id(segment: str) -> str:
+    """Segment ids become paths and SQL literals: keep them to a safe alphabet."""
+    if not SEGMENT_ID.match(segment):
+        raise ValueError(f"bad segment id {segment!r}: use letters, digits, '_', '-', '.'")
+    return segment
 
 
 def local_dir(path: str) -> str | None:
-    """``path`` as a local path (a ``file:`` URI's path), or None for an
-    object-store URI that Python on the executors does not write to."""
+    """``path`` as a local path (a ``file:`` URI's path), or None for a URI
+    of another scheme."""
     if path.startswith("file:"):
-        return path[len("file:") :]
+        return path[len("file:") :].removeprefix("//") or "/"
     return None if "://" in path else path
 
 
-def segment_warc_dir(root: str, segment: str) -> Path | None:
-    """Where the segment's WARC files are (None: not on a local path)."""
-    local = local_dir(segment_path(root, segment, "warc"))
-    return None if local is None else Path(local)
+class _LocalUpload:
+    """A local file written under a hidden name and renamed into place on
+    ``close`` (``os.replace``: atomic), removed on ``abort``."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._final = path
+        # unique per writer, so two writers of one name (the lease's renewal
+        # and a takeover) never share a half-written file
+        self._open = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.open")
+        self._fh = self._open.open("wb")
+
+    def write(self, data: bytes) -> int:
+        return self._fh.write(data)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+            os.replace(self._open, self._final)
+
+    def abort(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+            self._open.unlink(missing_ok=True)
 
 
-def segment_index(root: str, segment: str) -> Path | None:
-    """The segment's CDXJ index, beside its ``warc/`` folder (None: not local)."""
-    warc_dir = segment_warc_dir(root, segment)
-    return None if warc_dir is None else warc_dir.parent / INDEX_FILE
+@dataclass(frozen=True)
+class CrawlRoot:
+    """A crawl root: ``uri`` as given, and for an object store how to reach it."""
+
+    uri: str
+    s3: S3Store | None = None
+
+    @classmethod
+    def of(cls, uri: str, storage: StorageConfig | None = None) -> CrawlRoot:
+        uri = uri.rstrip("/") or uri
+        if is_object_store(uri):
+            split_uri(uri)  # a bucket is named
+            return cls(uri, S3Store.from_config(storage or StorageConfig()))
+        local = local_dir(uri)
+        if local is None:
+            scheme = uri.split("://", 1)[0]
+            raise StoreError(
+                f"crawl root {uri}: {scheme}:// is not supported; use a local path, "
+                "file:// or s3a://bucket/prefix (an S3-compatible endpoint in [storage])"
+            )
+        return cls(str(Path(local).absolute()))
+
+    @property
+    def local(self) -> Path | None:
+        """The root's local path (None: an object store)."""
+        path = local_dir(self.uri)
+        return None if self.s3 is not None or path is None else Path(path)
+
+    def child(self, rel: str) -> str:
+        """The URI (or path) of ``rel`` under the root."""
+        return f"{self.uri}/{rel.strip('/')}"
+
+    def check(self) -> None:
+        """Fail now, in one line naming the setting to fix, when an object
+        store root cannot be reached, its bucket does not exist or the
+        credentials are refused (a local root: nothing to check)."""
+        if self.s3 is None:
+            return
+        bucket, prefix = self._key("")
+        try:
+            self._client().list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+        except Exception as exc:  # botocore raises many kinds: each is explained
+            raise explain(exc, self.uri, self.s3) from exc
+
+    # --- writing ------------------------------------------------------------------
+
+    def open_write(self, rel: str) -> BinaryIO:
+        """A file that appears whole under ``rel`` on ``close``, never before."""
+        if self.s3 is None:
+            return cast(BinaryIO, _LocalUpload(self._path(rel)))
+        bucket, key = self._key(rel)
+        return cast(BinaryIO, MultipartUpload(self._client(), bucket, key))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write (or replace) ``rel`` whole."""
+        sink = self.open_write(rel)
+        sink.write(data)
+        sink.close()
+
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
+        """Write ``rel`` only if it does not exist; True when this call made it."""
+        if self.s3 is None:
+            path = self._path(rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            return True
+        bucket, key = self._key(rel)
+        return create_exclusive(self._client(), bucket, key, data)
+
+    def delete(self, rel: str) -> None:
+        if self.s3 is None:
+            self._path(rel).unlink(missing_ok=True)
+            return
+        bucket, key = self._key(rel)
+        self._client().delete_object(Bucket=bucket, Key=key)
+
+    def delete_tree(self, rel: str) -> None:
+        """Remove ``rel`` and everything under it."""
+        if self.s3 is None:
+            shutil.rmtree(self._path(rel), ignore_errors=True)
+            return
+        bucket, prefix = self._key(rel)
+        client = self._client()
+        for key, _ in list(list_keys(client, bucket, prefix + "/")):
+            client.delete_object(Bucket=bucket, Key=key)
+
+    # --- reading ------------------------------------------------------------------
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        """The whole of ``rel``; None when it does not exist."""
+        if self.s3 is None:
+            try:
+                return self._path(rel).read_bytes()
+            except FileNotFoundError:
+                return None
+        from botocore.exceptions import ClientError
+
+        bucket, key = self._key(rel)
+        try:
+            return bytes(self._client().get_object(Bucket=bucket, Key=key)["Body"].read())
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+
+    def modified_at(self, rel: str) -> float | None:
+        """When ``rel`` was last written (epoch seconds); None: absent."""
+        if self.s3 is None:
+            try:
+                return self._path(rel).stat().st_mtime
+            except FileNotFoundError:
+                return None
+        from botocore.exceptions import ClientError
+
+        bucket, key = self._key(rel)
+        try:
+            head = self._client().head_object(Bucket=bucket, Key=key)
+        except ClientError:
+            return None
+        return float(head["LastModified"].timestamp())
+
+    def read_range(self, rel: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of ``rel`` from ``offset`` (0: to the end)."""
+        if self.s3 is None:
+            with self._path(rel).open("rb") as fh:
+                fh.seek(offset)
+                return fh.read(length) if length else fh.read()
+        bucket, key = self._key(rel)
+        span = f"bytes={offset}-{offset + length - 1}" if length else f"bytes={offset}-"
+        body = self._client().get_object(Bucket=bucket, Key=key, Range=span)["Body"]
+        return bytes(body.read())
+
+    def names(self, rel_dir: str, suffix: str = "") -> list[str]:
+        """Names of the files directly in ``rel_dir`` ending in ``suffix``,
+        sorted; none when it does not exist. Hidden files (a WARC still being
+        written) are left out."""
+        if self.s3 is None:
+            folder = self._path(rel_dir)
+            if not folder.is_dir():
+                return []
+            found = (p.name for p in folder.iterdir() if p.is_file())
+        else:
+            bucket, prefix = self._key(rel_dir)
+            keys = list_keys(self._client(), bucket, prefix + "/")
+            found = (k[len(prefix) + 1 :] for k, _ in keys if "/" not in k[len(prefix) + 1 :])
+        return sorted(n for n in found if n.endswith(suffix) and not n.startswith("."))
+
+    def dirs(self, rel_dir: str) -> list[str]:
+        """Names of the folders directly in ``rel_dir``, sorted."""
+        if self.s3 is None:
+            folder = self._path(rel_dir)
+            return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        bucket, prefix = self._key(rel_dir)
+        paginator = self._client().get_paginator("list_objects_v2")
+        found: set[str] = set()
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix + "/", Delimiter="/"):
+            for common in page.get("CommonPrefixes", []):
+                found.add(common["Prefix"][len(prefix) + 1 :].strip("/"))
+        return sorted(found)
+
+    def download(self, rel: str, dest: Path) -> Path:
+        """A local copy of ``rel`` at ``dest`` (the file itself when local)."""
+        if self.s3 is None:
+            return self._path(rel)
+        bucket, key = self._key(rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        self._client().download_file(bucket, key, str(dest))
+        return dest
+
+    def local_path(self, rel: str) -> Path | None:
+        """``rel`` as a local path (None: an object store)."""
+        return None if self.s3 is not None else self._path(rel)
+
+    # --- internals ----------------------------------------------------------------
+
+    def _path(self, rel: str) -> Path:
+        local = local_dir(self.uri)
+        assert local is not None
+        return Path(local) / rel.strip("/")
+
+    def _key(self, rel: str) -> tuple[str, str]:
+        bucket, prefix = split_uri(self.uri)
+        key = f"{prefix}/{rel.strip('/')}" if prefix else rel.strip("/")
+        return bucket, key
+
+    def _client(self) -> Any:
+        assert self.s3 is not None
+        with _CLIENTS_LOCK:
+            client = _CLIENTS.get(self.s3)
+            if client is None:
+                client = _CLIENTS[self.s3] = self.s3.client()
+            return client
 
 
-def warc_files(root: str, segment: str) -> list[Path]:
-    """The segment's WARC files, sorted by name (none when not local)."""
-    warc_dir = segment_warc_dir(root, segment)
-    return [] if warc_dir is None else sorted(warc_dir.glob("*.warc.gz"))
+# --- a segment's places ------------------------------------------------------------
 
 
-def claims_dir(root: str, segment: str) -> str | None:
-    """The folder where the segment's tasks claim new hosts' addresses
-    (``trawl.fetch.claims``; None: not local, the tasks claim by hash)."""
-    return local_dir(segment_path(root, segment, "claims"))
+def warc_rel(segment: str, name: str = "") -> str:
+    base = f"segments/{check_segment_id(segment)}/warc"
+    return f"{base}/{name}" if name else base
 
 
-def clear_claims(root: str, segment: str) -> None:
-    """A re-run of the fetch claims afresh: the last run's claims go."""
-    where = claims_dir(root, segment)
-    if where is not None:
-        shutil.rmtree(where, ignore_errors=True)
+def index_rel(segment: str) -> str:
+    return f"segments/{check_segment_id(segment)}/{INDEX_FILE}"
+
+
+def warc_files(root: CrawlRoot, segment: str) -> list[str]:
+    """The names of the segment's complete WARC files, sorted."""
+    return root.names(warc_rel(segment), ".warc.gz")
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Where a segment's fetch tasks claim the addresses of new hosts
+    (``trawl.fetch.claims``): a file (or object) per address, holding the
+    task that made it first."""
+
+    root: CrawlRoot
+    segment: str
+
+    def claim(self, address: str, task: int) -> bool:
+        """Does ``task`` own ``address``? The first task to create the claim
+        does; one that finds it owns the address if it holds its number (a
+        Spark retry of a task keeps the addresses it claimed)."""
+        rel = self._rel(address.replace(":", "_").replace("%", "_"))
+        if self.root.create_exclusive(rel, str(task).encode()):
+            return True
+        held = self.root.read_bytes(rel)
+        return held is not None and held.decode("ascii", "replace").strip() == str(task)
+
+    def clear(self) -> None:
+        """A re-run of the fetch claims afresh."""
+        self.root.delete_tree(self._rel())
+
+    def _rel(self, name: str = "") -> str:
+        base = f"segments/{check_segment_id(self.segment)}/claims"
+        return f"{base}/{name}" if name else base
 
 
 @dataclass(frozen=True)
 class FetchPlaces:
-    """Where a segment's fetch tasks write and read under the crawl root, as
-    local paths (None: not local). ``policy_root`` is the crawl root whose
-    policy table the tasks re-read with delta-rs while they run."""
+    """What a segment's fetch tasks write under the crawl root: its WARC
+    files, and its new-host claims; and the root whose policy table they
+    re-read (with delta-rs) while they run."""
 
-    warc_dir: str | None
-    claims_dir: str | None
-    policy_root: str | None
+    root: CrawlRoot
+    segment: str
 
+    def open_warc(self, name: str) -> BinaryIO:
+        return self.root.open_write(warc_rel(self.segment, name))
 
-def fetch_places(root: str, segment: str) -> FetchPlaces:
-    warc_dir = segment_warc_dir(root, segment)
-    return FetchPlaces(
-        warc_dir=None if warc_dir is None else str(warc_dir),
-        claims_dir=claims_dir(root, segment),
-        # delta-rs on the executors reads local roots for now (an object store
-        # would need its storage options passed along)
-        policy_root=local_dir(root),
-    )
+    @property
+    def claims(self) -> Claims:
+        return Claims(self.root, self.segment)
 
 
-def locate_warc(root: str, file: str) -> Path:
-    """The WARC file ``file`` (a basename) of the crawl at ``root``."""
+# --- reading records back ----------------------------------------------------------
+
+
+def locate_warc(root: CrawlRoot, file: str) -> str:
+    """The path under the root of the WARC file ``file`` (a basename)."""
     if "/" in file or file in ("", ".", ".."):
         raise ValueError(f"not a WARC file name: {file!r}")
-    found = sorted(Path(root).glob(f"segments/*/warc/{file}"))
-    if not found:
-        raise FileNotFoundError(f"no WARC file {file!r} under {root}/segments/*/warc/")
-    return found[0]
+    for segment in reversed(root.dirs("segments")):
+        if file in root.names(warc_rel(segment), ".warc.gz"):
+            return warc_rel(segment, file)
+    raise FileNotFoundError(f"no WARC file {file!r} under {root.uri}/segments/*/warc/")
 
 
-def warc_record(root: str, ref: WarcRef) -> tuple[WarcRecord, bytes]:
-    """The record an event's ``warc_ref`` points to, and its stored bytes."""
-    return get_record(locate_warc(root, ref.file), ref)
+def warc_record(root: CrawlRoot, ref: WarcRef) -> tuple[WarcRecord, bytes]:
+    """The record an event's ``warc_ref`` points to (digests checked), and
+    its bytes as stored, uncompressed. Reads the record's bytes only."""
+    rel = locate_warc(root, ref.file)
+    local = root.local_path(rel)
+    if local is not None:
+        return get_record(local, ref)
+    span = root.read_range(rel, ref.offset, ref.length)
+    with tempfile.TemporaryDirectory(prefix="trawl-warc-") as tmp:
+        path = Path(tmp) / ref.file
+        path.write_bytes(span)
+        return get_record(path, WarcRef(ref.file, 0, ref.length))

@@ -10,18 +10,19 @@ stack trace. The lease makes the second run wait, or fail at once with a
 message that says who holds the crawl, since when, and until when.
 
 ``_lease.json`` in the crawl root holds the holder (user, host, pid, the
-command), when it was taken and when it expires. It is created with
-``O_CREAT | O_EXCL`` (atomic on a local or NFS-mounted disk), renewed by a
-daemon thread every third of ``ttl_s`` while the run lives, and removed when
-the run ends. A run that crashed stops renewing, so its lease expires after
-``ttl_s``; one on this host whose process is gone is taken over at once. Taking
-over an expired lease replaces it with an atomic rename and re-reads it, so
-of two runs racing for one stale lease exactly one wins.
+command), when it was taken and when it expires. It is created only if
+absent (``trawl.store.files.CrawlRoot.create_exclusive``: ``O_CREAT |
+O_EXCL`` on a local or NFS-mounted disk, a conditional ``If-None-Match: *``
+PUT on an object store, which S3 and the S3-compatible stores honour),
+renewed by a daemon thread every third of ``ttl_s`` while the run lives, and
+removed when the run ends. A run that crashed stops renewing, so its lease
+expires after ``ttl_s``; one on this host whose process is gone is taken
+over at once. Taking over an expired lease goes through a second
+create-if-absent object (``.takeover``), replaces the lease whole and
+re-reads it, so of two runs racing for one stale lease exactly one wins.
 
 The wall clock is used here on purpose: a lease is about the processes
-running now, not the crawl's logical time. Roots on object stores
-(``s3a://``...) have no atomic create-if-absent that every store honours;
-there the lease is not taken and Delta's conflict detection is the guard.
+running now, not the crawl's logical time.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from trawl.store.files import CrawlRoot
 
 LEASE_FILE = "_lease.json"
 POLL_S = 1.0
@@ -73,7 +76,7 @@ class CrawlLease:
 
     def __init__(
         self,
-        root: str | Path,
+        root: str | Path | CrawlRoot,
         command: str,
         ttl_s: float = 600.0,
         wait_s: float = 0.0,
@@ -81,7 +84,8 @@ class CrawlLease:
     ) -> None:
         if ttl_s <= 0 or wait_s < 0:
             raise ValueError("need ttl_s > 0 and wait_s >= 0")
-        self.path = Path(root) / LEASE_FILE
+        self.files = root if isinstance(root, CrawlRoot) else CrawlRoot.of(str(root))
+        self.where = self.files.child(LEASE_FILE)
         self.command, self.ttl_s, self.wait_s, self.clock = command, ttl_s, wait_s, clock
         self.holder: Holder | None = None
         self._stop = threading.Event()
@@ -100,8 +104,8 @@ class CrawlLease:
             if current is not None and self.clock() >= deadline:
                 waited = f" after waiting {self.wait_s:.0f} s" if self.wait_s else ""
                 raise LeaseHeld(
-                    f"crawl {self.path.parent} is in use{waited}: {current.describe()}. "
-                    f"Wait for it, or remove {self.path} if you are sure it is not running."
+                    f"crawl {self.files.uri} is in use{waited}: {current.describe()}. "
+                    f"Wait for it, or remove {self.where} if you are sure it is not running."
                 )
             time.sleep(min(POLL_S, max(0.0, deadline - self.clock())))
 
@@ -110,7 +114,7 @@ class CrawlLease:
         if self._renewer is not None:
             self._renewer.join(timeout=5)
         if self.holder is not None and self._read() == self.holder:
-            self.path.unlink(missing_ok=True)
+            self.files.delete(LEASE_FILE)
         self.holder = None
 
     def __enter__(self) -> CrawlLease:
@@ -136,43 +140,32 @@ class CrawlLease:
     def _try_take(self) -> tuple[bool, Holder | None]:
         """(True, None) when the lease is ours now, else (False, who holds it,
         if that could be read)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         mine = self._new_holder()
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
+        if not self.files.create_exclusive(LEASE_FILE, _encode(mine)):
             current = self._read()
             if current is not None and not self._stale(current):
                 return False, current
             if not self._take_over(current, mine):  # another run is taking it over
                 return False, self._read() or current
-        else:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(asdict(mine), fh)
         self.holder = mine
         return True, None
 
     def _take_over(self, stale: Holder | None, mine: Holder) -> bool:
         """Replace a stale (or unreadable) lease, one run at a time: the
         ``.takeover`` file is the lock for that (itself stale after ttl_s)."""
-        lock = self.path.with_name(LEASE_FILE + ".takeover")
-        try:  # a lock left by a run that died taking over; its mtime is wall-clock
-            if lock.stat().st_mtime < time.time() - self.ttl_s:
-                lock.unlink(missing_ok=True)
-        except FileNotFoundError:  # none, or the run taking over just removed it
-            pass
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
+        lock = LEASE_FILE + ".takeover"
+        made = self.files.modified_at(lock)  # a lock left by a run that died taking over
+        if made is not None and made < time.time() - self.ttl_s:
+            self.files.delete(lock)
+        if not self.files.create_exclusive(lock, b""):
             return False
         try:
-            os.close(fd)
             if self._read() != stale:  # it changed while we looked: not ours to take
                 return False
             self._replace(mine)
             return True
         finally:
-            lock.unlink(missing_ok=True)
+            self.files.delete(lock)
 
     def _stale(self, holder: Holder) -> bool:
         if holder.expires_at <= self.clock():
@@ -181,14 +174,13 @@ class CrawlLease:
 
     def _read(self) -> Holder | None:
         try:
-            return Holder(**json.loads(self.path.read_text()))
+            data = self.files.read_bytes(LEASE_FILE)
+            return None if data is None else Holder(**json.loads(data))
         except (OSError, ValueError, TypeError):
             return None
 
     def _replace(self, holder: Holder) -> None:
-        tmp = self.path.with_name(f"{LEASE_FILE}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(asdict(holder)))
-        os.replace(tmp, self.path)
+        self.files.write_bytes(LEASE_FILE, _encode(holder))
 
     def _start_renewing(self) -> None:
         self._stop.clear()
@@ -203,6 +195,10 @@ class CrawlLease:
             renewed = Holder(**{**asdict(held), "expires_at": self.clock() + self.ttl_s})
             self._replace(renewed)
             self.holder = renewed
+
+
+def _encode(holder: Holder) -> bytes:
+    return json.dumps(asdict(holder)).encode()
 
 
 def _user() -> str:

@@ -47,6 +47,7 @@ from trawl.crawldb.policy import (
     merge,
     normalize_target,
 )
+from trawl.store.files import CrawlRoot
 
 # The rows and the change a ``set`` takes, as this table's API hands them out.
 __all__ = [
@@ -84,6 +85,12 @@ class PolicyTableError(RuntimeError):
     """The policy table could not be read or written (the message says where and why)."""
 
 
+def delta_uri(uri: str) -> str:
+    """A root URI as delta-rs names it: Hadoop's ``s3a://`` is ``s3://`` there."""
+    scheme, sep, rest = uri.partition("://")
+    return f"s3://{rest}" if sep and scheme.lower() in ("s3a", "s3n") else uri
+
+
 def policy_table_uri(root: str | os.PathLike[str]) -> str:
     """``<root>/policy`` (local roots made absolute, as the CLI does)."""
     text = os.fspath(root)
@@ -91,11 +98,15 @@ def policy_table_uri(root: str | os.PathLike[str]) -> str:
     return f"{base.rstrip('/')}/policy"
 
 
-def _absent(uri: str) -> bool:
-    """True when a local table was never created. delta-rs also says "not found"
-    for a folder it may not read, and that must not read as "no rules"."""
+def _absent(uri: str, absent_ok: bool) -> bool:
+    """True when the table was never created. delta-rs also says "not found"
+    for a folder it may not read, and that must not read as "no rules". On an
+    object store "not found" is also what a wrong prefix can look like, so a
+    fetch task (``absent_ok`` false) takes it for an error: a crawl's jobs
+    create the table before any fetch, and a policy that cannot be read
+    never reads as "nothing blocked" (fail closed)."""
     if "://" in uri:
-        return True
+        return absent_ok
     try:
         return not os.listdir(os.path.join(uri, "_delta_log"))
     except FileNotFoundError:
@@ -111,12 +122,14 @@ def _failed(verb: str, uri: str, exc: BaseException) -> PolicyTableError:
     return PolicyTableError(f"cannot {verb} the policy table at {uri}: {why}")
 
 
-def _open(uri: str, storage_options: Mapping[str, str] | None) -> DeltaTable | None:
-    """The table, or None when it was never created."""
+def _open(
+    uri: str, storage_options: Mapping[str, str] | None, absent_ok: bool = True
+) -> DeltaTable | None:
+    """The table, or None when it was never created (see ``_absent``)."""
     try:
         return DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
     except TableNotFoundError as exc:
-        if _absent(uri):
+        if _absent(uri, absent_ok):
             return None
         raise _failed("read", uri, exc) from exc
     except Exception as exc:  # delta-rs raises DeltaError, OSError and others
@@ -184,10 +197,16 @@ class PolicyView:
         self._version: int | None = None
         self._rules: Mapping[RuleKey, PolicyRule] = MappingProxyType({})
 
+    @classmethod
+    def of(cls, root: CrawlRoot) -> PolicyView:
+        """The policy table of ``root``, with its object store's settings."""
+        options = root.s3.delta_options() if root.s3 is not None else None
+        return cls(delta_uri(root.uri), options)
+
     def refresh(self) -> Mapping[RuleKey, PolicyRule]:
         """The rules in force now; raises :class:`PolicyTableError` on a failed read."""
         with self._lock:
-            table = _open(self.uri, self._options)
+            table = _open(self.uri, self._options, absent_ok=False)
             version = None if table is None else table.version()
             if table is None:
                 self._rules = MappingProxyType({})
@@ -206,6 +225,12 @@ class PolicyStore:
         self.root = root
         self.uri = policy_table_uri(root)
         self._options = dict(storage_options) if storage_options else None
+
+    @classmethod
+    def of(cls, root: CrawlRoot) -> PolicyStore:
+        """The policy table of ``root``, with its object store's settings."""
+        options = root.s3.delta_options() if root.s3 is not None else None
+        return cls(delta_uri(root.uri), options)
 
     def rules(self) -> list[PolicyRule]:
         return read_rules(self.root, self._options)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trawl.config import Config
+from trawl.store.objectstore import S3Store
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,8 +82,19 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # Python workers run this interpreter (the virtualenv with trawl in it),
         # not whatever "python3" is first on PATH.
         conf["spark.pyspark.python"] = sys.executable
+    conf.update(S3Store.from_config(cfg.storage).spark_conf())
     conf.update(cfg.spark.conf)
     return conf
+
+
+def apply_storage(spark: SparkSession, cfg: Config) -> None:
+    """Set ``[storage]``'s S3A settings on a running session's Hadoop
+    configuration (a session made before, or by spark-submit, gets them too;
+    S3A reads them when it first opens a bucket)."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in S3Store.from_config(cfg.storage).spark_conf().items():
+        if key not in cfg.spark.conf:
+            hadoop.set(key.removeprefix("spark.hadoop."), value)
 
 
 def build_spark(cfg: Config) -> SparkSession:
@@ -100,4 +112,5 @@ def build_spark(cfg: Config) -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.spark.log_level)
+    apply_storage(spark, cfg)
     return spark

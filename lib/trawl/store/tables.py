@@ -9,12 +9,12 @@ job is safe to re-run.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
+from trawl.store.files import check_segment_id
 from trawl.store.schemas import (
     CONTENT_SCHEMA,
     COUNTERS_SCHEMA,
@@ -330,16 +330,6 @@ def replace_rows(df: DataFrame, root: str, name: str, where: str) -> None:
     path = ensure_table(df.sparkSession, root, name)
     ordered = df.select(*[f.name for f in schema.fields])
     ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
-
-
-SEGMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-def check_segment_id(segment: str) -> str:
-    """Segment ids become paths and SQL literals: keep them to a safe alphabet."""
-    if not SEGMENT_ID.match(segment):
-        raise ValueError(f"bad segment id {segment!r}: use letters, digits, '_', '-', '.'")
-    return segment
 
 
 def compact(spark: SparkSession, root: str, name: str) -> dict[str, int]:

@@ -24,9 +24,10 @@ them, and never travel through Spark:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from trawl.warc.writer import Closing, Stored, WarcRef, WarcWriter
 
@@ -39,6 +40,11 @@ __all__ = ["SUBSETS", "TaskArchive", "warc_filename"]
 SUBSETS = ("warc", "robotstxt", "crawldiagnostics")
 
 _FILENAME_PART = re.compile(r"^[A-Za-z0-9._\-]+$")
+
+
+# name -> a binary sink that makes the file appear under that name on close()
+# and leaves nothing on abort() (``trawl.store.files.CrawlRoot.open_write``)
+Opener = Callable[[str], BinaryIO]
 
 
 def warc_filename(prefix: str, segment: str, task: int, serial: int = 0) -> str:
@@ -74,7 +80,7 @@ class TaskArchive(Closing):
 
     def __init__(
         self,
-        directory: str | Path,
+        directory: str | Path | Opener,
         segment: str,
         task: int,
         *,
@@ -84,7 +90,10 @@ class TaskArchive(Closing):
         operator: str | None = None,
         extra_info: Mapping[str, str] | None = None,
     ) -> None:
-        self._dir = Path(directory)
+        # where the files go: a local folder, or an opener of named sinks
+        # (an object store's uploads, ``trawl.store.files``)
+        self._open: Opener | None = None if isinstance(directory, str | Path) else directory
+        self._dir = Path(directory) if isinstance(directory, str | Path) else Path()
         self._segment, self._task, self._prefix = segment, task, prefix
         self._max = max_file_bytes
         self._software, self._operator = software, operator
@@ -102,9 +111,16 @@ class TaskArchive(Closing):
             return current
         serial = sum(1 for w in self._all if w.subset == subset)
         prefix = self._prefix if subset == "warc" else f"{self._prefix}-{subset}"
-        self._dir.mkdir(parents=True, exist_ok=True)
-        path = self._dir / warc_filename(prefix, self._segment, self._task, serial)
-        writer = WarcWriter(path, self._software, self._operator, self._extra, subset=subset)
+        name = warc_filename(prefix, self._segment, self._task, serial)
+        sink = None
+        if self._open is not None:
+            sink = self._open(name)
+        else:
+            self._dir.mkdir(parents=True, exist_ok=True)
+        path = self._dir / name
+        writer = WarcWriter(
+            path, self._software, self._operator, self._extra, subset=subset, sink=sink
+        )
         self._current[subset] = writer
         self._all.append(writer)
         return writer
@@ -123,5 +139,12 @@ class TaskArchive(Closing):
             self._stored[digest] = Stored.of(ref, url, fetched_at)
 
     def close(self) -> None:
+        """Close every file: each appears, complete, under its name."""
         for writer in self._all:
             writer.close()
+
+    def abort(self) -> None:
+        """Drop every file not closed yet (a failed task: its retry writes
+        them again under the same names)."""
+        for writer in self._all:
+            writer.abort()

@@ -156,16 +156,21 @@ class WarcWriter(Closing):
         operator: str | None = None,
         extra_info: Mapping[str, str] | None = None,
         subset: str = "warc",
+        *,
+        sink: BinaryIO | None = None,
     ) -> None:
+        """Write to the file ``path``, or, with ``sink``, to that stream (a
+        file being uploaded, say) under the name ``path``'s last part."""
         self._path = Path(path)
         self.subset = subset  # which of a task's files (SUBSETS) this is
-        self._fh: BinaryIO | None = self._path.open("wb")
+        self._fh: BinaryIO | None = sink if sink is not None else self._path.open("wb")
         self._writer = _Writer(self._fh, gzip=True, warc_version=WARC_VERSION)
         self._records = 0
+        self._size = 0
         try:
             self._warcinfo_id = self._write_warcinfo(software, operator, extra_info or {})
         except BaseException:
-            self.close()
+            self.abort()
             raise
 
     # --- properties and lifecycle -----------------------------------------------
@@ -173,6 +178,11 @@ class WarcWriter(Closing):
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def name(self) -> str:
+        """The file's name, as ``WarcRef.file`` gives it."""
+        return self._path.name
 
     @property
     def records_written(self) -> int:
@@ -186,13 +196,27 @@ class WarcWriter(Closing):
     @property
     def size(self) -> int:
         """Bytes written so far."""
-        return self._fh.tell() if self._fh is not None else self._path.stat().st_size
+        return self._fh.tell() if self._fh is not None else self._size
 
     def close(self) -> None:
-        """Flush and close the file. Safe to call twice."""
+        """Flush and close the file (a sink: complete it). Safe to call twice."""
         if self._fh is not None:
             fh, self._fh = self._fh, None
+            self._size = fh.tell()
             fh.close()
+
+    def abort(self) -> None:
+        """Close without keeping the file: a sink that can abort (an upload)
+        leaves nothing; a local file is removed."""
+        if self._fh is None:
+            return
+        fh, self._fh = self._fh, None
+        abort = getattr(fh, "abort", None)
+        if callable(abort):
+            abort()
+        else:
+            fh.close()
+            self._path.unlink(missing_ok=True)
 
     # --- records ----------------------------------------------------------------
 
@@ -375,4 +399,4 @@ class WarcWriter(Closing):
         offset = self._fh.tell()
         self._writer.write_record(record)  # one gzip member, flushed
         self._records += 1
-        return WarcRef(self._path.name, offset, self._fh.tell() - offset, record_id)
+        return WarcRef(self.name, offset, self._fh.tell() - offset, record_id)

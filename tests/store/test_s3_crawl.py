@@ -1,0 +1,162 @@
+"""A crawl with its root on an S3 server (moto's, on loopback), end to end.
+
+``trawl cycle --crawl s3a://bucket/crawl`` runs as a user runs it, with
+nothing but the standard AWS environment set, against the test web; the
+same crawl on a local root is the reference. Then: the tables match, every
+WARC object is a complete file that passes ``warcio check`` and the
+``warc_ref`` of every fetch row points at its record, a second run is
+refused while one holds the crawl, and no secret reached an output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import S3_SECRET
+from tests.warc.test_writer import warcio_check
+from trawl.config import Config, load_config
+from trawl.runner import JobContext, run_cycles, run_inject, segment_id
+from trawl.store.files import CrawlRoot, warc_files, warc_record, warc_rel
+from trawl.store.lease import CrawlLease
+from trawl.store.session import apply_storage
+from trawl.store.tables import list_segments, read_segment_table, read_table
+from trawl.testweb import TestWeb, WebModel, politeness_audit
+from trawl.warc.reader import check_file
+from trawl.warc.writer import WarcRef
+
+pytestmark = pytest.mark.crawl  # Spark crawls of the test web
+
+AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+MIN_DELAY = 0.1
+
+
+@dataclass
+class Crawls:
+    spark: Any
+    cfg: Config
+    local: str
+    s3: str
+    web: TestWeb
+    run: subprocess.CompletedProcess[str]
+    env: dict[str, str]
+
+
+def settings(web: TestWeb) -> list[str]:
+    return [
+        f"dns.hosts_file={web.hosts_file}",
+        'fetch.allow_networks=["127.0.0.0/8"]',
+        f"politeness.min_delay_s={MIN_DELAY}",
+        "fetch.time_limit_s=60",
+        "generate.max_per_host=6",
+        "crawl.host_buckets=4",
+        "spark.master=local[2]",
+        "spark.shuffle_partitions=2",
+    ]
+
+
+@pytest.fixture(scope="module")
+def crawls(
+    spark: Any, s3_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Crawls]:
+    import boto3
+
+    out = tmp_path_factory.mktemp("s3crawl")
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(
+        Bucket="crawls"
+    )
+    model = WebModel.generate(11, hosts=8, ips=2, pages_per_host=(3, 8))
+    with TestWeb(model, out / "web", n_seeds=8) as web:
+        sets = settings(web)
+        env = {**os.environ, "AWS_ENDPOINT_URL": s3_server, "AWS_REGION": "us-east-1"}
+        s3_root = "s3a://crawls/news"
+        command = [sys.executable, "-m", "trawl.cli", "cycle", "--crawl", s3_root,
+                   "--seeds", str(web.seeds_file), "--cycles", "2", "--at", AT.isoformat(),
+                   "--json", *[a for s in sets for a in ("--set", s)]]  # fmt: skip
+        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stderr[-3000:]
+        cfg = load_config(None, [*sets, f"storage.endpoint={s3_server}"], environ={})
+        local = str(out / "local")
+        first = JobContext(spark, cfg, local, segment_id(AT), AT)
+        run_inject(first, [str(web.seeds_file)])
+        run_cycles(first, 2, timedelta(hours=1))
+        apply_storage(spark, cfg)
+        yield Crawls(spark, cfg, local, s3_root, web, run, env)
+
+
+def rows(crawls: Crawls, root: str, table: str, *columns: str) -> set[tuple[Any, ...]]:
+    frame = read_table(crawls.spark, root, table).select(*columns)
+    return {tuple(r) for r in frame.collect()}
+
+
+def test_the_s3_crawl_matches_the_local_one_table_by_table(crawls: Crawls) -> None:
+    for table, columns in [
+        ("crawldb", ("url", "status", "depth", "generated_segment")),
+        ("hostdb", ("host", "domain", "robots_status", "crawl_delay_s")),
+        ("content", ("content_sha256",)),
+        ("events", ("event", "segment", "url", "status")),
+    ]:
+        on_s3 = rows(crawls, crawls.s3, table, *columns)
+        assert on_s3 == rows(crawls, crawls.local, table, *columns), table
+        assert on_s3, table
+    assert list_segments(crawls.spark, crawls.s3) == list_segments(crawls.spark, crawls.local)
+
+
+def test_every_warc_object_is_complete_and_every_ref_exact(crawls: Crawls, tmp_path: Path) -> None:
+    root = CrawlRoot.of(crawls.s3, crawls.cfg.storage)
+    segments = list_segments(crawls.spark, crawls.s3)
+    checked = 0
+    for segment in segments:
+        names = warc_files(root, segment)
+        assert names
+        paths = [root.download(warc_rel(segment, n), tmp_path / n) for n in names]
+        assert all(check_file(p) == [] for p in paths)
+        warcio_check(*paths)
+        fetch = read_segment_table(crawls.spark, crawls.s3, segment, "fetch")
+        for r in fetch.filter("kind = 'page' AND warc_file IS NOT NULL").collect():
+            record, _ = warc_record(
+                root, WarcRef(r["warc_file"], r["warc_offset"], r["warc_length"])
+            )
+            assert record.target_uri == r["url"]
+            checked += 1
+    assert checked > 10
+
+
+def test_politeness_held_for_both_crawls(crawls: Crawls) -> None:
+    audit = politeness_audit(crawls.web.access_log, MIN_DELAY)
+    assert audit.hosts_with_overlap == 0
+    assert audit.gaps_below_min == 0
+
+
+def test_a_second_run_on_the_s3_root_is_refused_naming_the_holder(crawls: Crawls) -> None:
+    root = CrawlRoot.of(crawls.s3, crawls.cfg.storage)
+    with CrawlLease(root, "cycle --segment held-by-test", ttl_s=60):
+        run = subprocess.run(
+            [sys.executable, "-m", "trawl.cli", "generate", "--crawl", crawls.s3],
+            env=crawls.env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert run.returncode == 75, run.stderr[-2000:]
+    assert "held-by-test" in run.stderr
+
+
+def test_no_secret_reaches_an_output_a_table_or_a_warc_file(crawls: Crawls, tmp_path: Path) -> None:
+    assert S3_SECRET not in crawls.run.stdout + crawls.run.stderr
+    for line in crawls.run.stdout.splitlines():
+        assert S3_SECRET not in json.dumps(json.loads(line))
+    for table in ("counters", "hostdb", "events", "crawldb"):
+        text = "\n".join(str(r) for r in read_table(crawls.spark, crawls.s3, table).collect())
+        assert S3_SECRET not in text, table
+    root = CrawlRoot.of(crawls.s3, crawls.cfg.storage)
+    for segment in list_segments(crawls.spark, crawls.s3):
+        for name in warc_files(root, segment):
+            data = root.download(warc_rel(segment, name), tmp_path / name).read_bytes()
+            assert S3_SECRET.encode() not in data
