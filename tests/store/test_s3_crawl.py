@@ -160,3 +160,28 @@ def test_no_secret_reaches_an_output_a_table_or_a_warc_file(crawls: Crawls, tmp_
         for name in warc_files(root, segment):
             data = root.download(warc_rel(segment, name), tmp_path / name).read_bytes()
             assert S3_SECRET.encode() not in data
+
+
+def test_the_export_from_s3_replays_in_pywb(crawls: Crawls, tmp_path: Path) -> None:
+    """Exported to the bucket and to a local folder: the same captures; the
+    local copy served by pywb gives back each page's archived payload."""
+    from tests.warc.test_pywb_replay import archived, get, wayback
+    from trawl.runner import run_export
+    from trawl.stages.export import Selection
+
+    ctx = JobContext(crawls.spark, crawls.cfg, crawls.s3, segment_id(AT), AT)
+    chosen = Selection(statuses=("200",))
+    local = run_export(ctx, chosen, str(tmp_path / "out"), "x")
+    remote = run_export(ctx, chosen, "s3a://crawls/exports/x", "x")
+    assert local["captures"] == remote["captures"] > 5 and local["missing"] == 0
+    store = CrawlRoot.of("s3a://crawls/exports/x", crawls.cfg.storage)
+    assert sorted(store.names("", ".warc.gz")) == sorted(
+        p.name for p in (tmp_path / "out").glob("*.warc.gz")
+    )
+    assert store.read_bytes("x.cdxj") == (tmp_path / "out" / "x.cdxj").read_bytes()
+    warcs = sorted((tmp_path / "out").glob("*.warc.gz"))
+    captures = archived(warcs)
+    with wayback(tmp_path / "pywb", warcs) as port:
+        for url, capture in list(captures.items())[:5]:
+            status, _, body = get(port, f"/coll/{capture.timestamp}id_/{url}")
+            assert (status, body) == (capture.status, capture.payload), url
