@@ -168,3 +168,12 @@ def test_the_cli_fails_fast_on_a_missing_bucket_and_writes_nothing(
     assert run.returncode == 2
     assert "no such bucket" in run.stderr and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_root_at_the_bucket_itself(s3_server: str, bucket: str) -> None:
+    root = CrawlRoot.of(f"s3a://{bucket}", StorageConfig(endpoint=s3_server))
+    root.write_bytes("top.txt", b"t")
+    root.write_bytes(warc_rel("s2", "a.warc.gz"), b"a")
+    assert root.names("", ".txt") == ["top.txt"]
+    assert root.dirs("") == ["segments"] and root.dirs("segments") == ["s2"]
+    assert warc_files(root, "s2") == ["a.warc.gz"]

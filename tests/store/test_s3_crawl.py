@@ -74,8 +74,8 @@ def crawls(
     boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(
         Bucket="crawls"
     )
-    model = WebModel.generate(11, hosts=8, ips=2, pages_per_host=(3, 8))
-    with TestWeb(model, out / "web", n_seeds=8) as web:
+    model = WebModel.generate(11, hosts=5, ips=2, pages_per_host=(3, 6))
+    with TestWeb(model, out / "web", n_seeds=5) as web:
         sets = settings(web)
         env = {**os.environ, "AWS_ENDPOINT_URL": s3_server, "AWS_REGION": "us-east-1"}
         s3_root = "s3a://crawls/news"
@@ -178,7 +178,10 @@ def test_the_export_from_s3_replays_in_pywb(crawls: Crawls, tmp_path: Path) -> N
     assert sorted(store.names("", ".warc.gz")) == sorted(
         p.name for p in (tmp_path / "out").glob("*.warc.gz")
     )
-    assert store.read_bytes("x.cdxj") == (tmp_path / "out" / "x.cdxj").read_bytes()
+    uploaded = (store.read_bytes("x.cdxj") or b"").decode().splitlines()
+    written = (tmp_path / "out" / "x.cdxj").read_text().splitlines()
+    # two exports: the same captures (key and time); each its own warcinfo, so offsets differ
+    assert [line.split(" ")[:2] for line in uploaded] == [line.split(" ")[:2] for line in written]
     warcs = sorted((tmp_path / "out").glob("*.warc.gz"))
     captures = archived(warcs)
     with wayback(tmp_path / "pywb", warcs) as port:

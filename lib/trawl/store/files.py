@@ -191,9 +191,9 @@ class CrawlRoot:
         if self.s3 is None:
             shutil.rmtree(self._path(rel), ignore_errors=True)
             return
-        bucket, prefix = self._key(rel)
+        bucket, under = self._folder(rel)
         client = self._client()
-        for key, _ in list(list_keys(client, bucket, prefix + "/")):
+        for key, _ in list(list_keys(client, bucket, under)):
             client.delete_object(Bucket=bucket, Key=key)
 
     # --- reading ------------------------------------------------------------------
@@ -252,9 +252,9 @@ class CrawlRoot:
                 return []
             found = (p.name for p in folder.iterdir() if p.is_file())
         else:
-            bucket, prefix = self._key(rel_dir)
-            keys = list_keys(self._client(), bucket, prefix + "/")
-            found = (k[len(prefix) + 1 :] for k, _ in keys if "/" not in k[len(prefix) + 1 :])
+            bucket, under = self._folder(rel_dir)
+            keys = list_keys(self._client(), bucket, under)
+            found = (k[len(under) :] for k, _ in keys if "/" not in k[len(under) :])
         return sorted(n for n in found if n.endswith(suffix) and not n.startswith("."))
 
     def dirs(self, rel_dir: str) -> list[str]:
@@ -262,12 +262,12 @@ class CrawlRoot:
         if self.s3 is None:
             folder = self._path(rel_dir)
             return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-        bucket, prefix = self._key(rel_dir)
+        bucket, under = self._folder(rel_dir)
         paginator = self._client().get_paginator("list_objects_v2")
         found: set[str] = set()
-        for page in paginator.paginate(Bucket=bucket, Prefix=prefix + "/", Delimiter="/"):
+        for page in paginator.paginate(Bucket=bucket, Prefix=under, Delimiter="/"):
             for common in page.get("CommonPrefixes", []):
-                found.add(common["Prefix"][len(prefix) + 1 :].strip("/"))
+                found.add(common["Prefix"][len(under) :].strip("/"))
         return sorted(found)
 
     def download(self, rel: str, dest: Path) -> Path:
@@ -292,8 +292,12 @@ class CrawlRoot:
 
     def _key(self, rel: str) -> tuple[str, str]:
         bucket, prefix = split_uri(self.uri)
-        key = f"{prefix}/{rel.strip('/')}" if prefix else rel.strip("/")
-        return bucket, key
+        return bucket, "/".join(part for part in (prefix, rel.strip("/")) if part)
+
+    def _folder(self, rel: str) -> tuple[str, str]:
+        """(bucket, the key prefix of the folder ``rel``: "" or ending in /)."""
+        bucket, key = self._key(rel)
+        return bucket, f"{key}/" if key else ""
 
     def _client(self) -> Any:
         assert self.s3 is not None
