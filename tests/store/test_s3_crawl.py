@@ -188,3 +188,49 @@ def test_the_export_from_s3_replays_in_pywb(crawls: Crawls, tmp_path: Path) -> N
         for url, capture in list(captures.items())[:5]:
             status, _, body = get(port, f"/coll/{capture.timestamp}id_/{url}")
             assert (status, body) == (capture.status, capture.payload), url
+
+
+def test_a_cycle_killed_mid_fetch_is_rerun_losing_and_doubling_nothing(crawls: Crawls) -> None:
+    """SIGKILL to the whole process tree (driver, JVM, Python workers) while
+    its fetch tasks upload WARC files, then the same command again: the
+    second run takes over the dead run's lease, fetches the segment's list
+    once more and completes; every listed WARC object is whole, each URL has
+    one fetch row and one response record, and every warc_ref is exact."""
+    import signal
+    import time
+
+    from trawl.warc.reader import iter_records
+
+    root_uri = "s3a://crawls/killed"
+    at = AT + timedelta(days=1)
+    command = [sys.executable, "-m", "trawl.cli", "cycle", "--crawl", root_uri,
+               "--seeds", str(crawls.web.seeds_file), "--cycles", "1", "--at", at.isoformat(),
+               *[a for s in settings(crawls.web) for a in ("--set", s)],
+               "--set", "politeness.min_delay_s=1.0"]  # fmt: skip
+    log = crawls.web.access_log
+    before = len(log.read_text().splitlines())
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    with subprocess.Popen(command, env=crawls.env, start_new_session=True, **quiet) as first:
+        deadline = time.monotonic() + 600
+        while len(log.read_text().splitlines()) < before + 8:  # the fetch is under way
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    again = subprocess.run(command, env=crawls.env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    root = CrawlRoot.of(root_uri, crawls.cfg.storage)
+    segment = segment_id(at)
+    fetch = read_segment_table(crawls.spark, root_uri, segment, "fetch")
+    listed = read_segment_table(crawls.spark, root_uri, segment, "fetchlist")
+    pages = fetch.filter("kind = 'page'")
+    assert pages.count() == pages.select("url").distinct().count() >= listed.count()
+    responses: list[str] = []
+    for name in warc_files(root, segment):
+        path = root.download(warc_rel(segment, name), Path(crawls.local) / "_killed" / name)
+        assert check_file(path) == [], name
+        responses += [r.target_uri or "" for r in iter_records(path) if r.rec_type == "response"]
+    assert len(responses) == len(set(responses)) > 0
+    for r in pages.filter("warc_file IS NOT NULL").collect():
+        record, _ = warc_record(root, WarcRef(r["warc_file"], r["warc_offset"], r["warc_length"]))
+        assert record.target_uri == r["url"]
