@@ -27,6 +27,12 @@ What it does, on loopback only:
    ids, dates and offsets) are left out of the verdict; every column that
    differed is reported either way.
 
+With ``--s3`` the cluster's crawl root is ``s3a://bench/crawl-cluster`` on
+moto's S3 server, started on loopback with a bucket ``bench``: every process
+gets only the standard AWS environment (endpoint, region, keys), the
+executors upload their WARC files there, and the comparison reads the
+cluster's tables from the bucket with delta-rs.
+
 The driver and the executors run a Python that sees the main virtualenv's
 packages but not trawl itself (``bare_python``: the virtualenv's
 site-packages on a plain path, so the editable install's ``.pth`` is never
@@ -359,14 +365,14 @@ def cycle_times(
 
 
 def crawl_with_jobs(
-    submitter: Submitter, root: Path, config: Path, seeds: Path, web: TestWeb, ats: list[datetime]
+    submitter: Submitter, root: str, config: Path, seeds: Path, web: TestWeb, ats: list[datetime]
 ) -> list[dict[str, Any]]:
     """inject, then every stage of every cycle as its own spark-submit; the
     web's clock follows the cycles' logical time. One row per job run."""
     rows = []
 
     def job(stage: str, at: datetime, *extra: str) -> dict[str, Any]:
-        args = ["--crawl", str(root), "--config", str(config)]
+        args = ["--crawl", root, "--config", str(config)]
         args += ["--at", at.isoformat(), "--segment", segment_id(at), *extra]
         result, seconds = submitter.run(stage, args)
         row = {"stage": stage, "segment": segment_id(at), "seconds": seconds, "result": result}
@@ -443,18 +449,29 @@ def _without_date(headers: list[list[str]] | None) -> list[list[str]] | None:
     return None if headers is None else [h for h in headers if h[0].lower() != "date"]
 
 
-def table_rows(root: Path, table: str) -> list[dict[str, Any]]:
-    """Every row of a crawl table, read with delta-rs (no JVM); per-segment
-    tables of all segments, with a ``segment`` column."""
+def table_rows(root: str, table: str) -> list[dict[str, Any]]:
+    """Every row of a crawl table, read with delta-rs (no JVM), on a local or
+    an object-store root; per-segment tables of all segments, with a
+    ``segment`` column."""
     from deltalake import DeltaTable
 
+    from trawl.config import load_config
+    from trawl.store.files import CrawlRoot
+    from trawl.store.policy import delta_uri
+
+    files = CrawlRoot.of(root, load_config().storage)
+    options = files.s3.delta_options() if files.s3 is not None else None
+
+    def read(rel: str) -> list[dict[str, Any]]:
+        uri = delta_uri(files.child(rel))
+        return list(DeltaTable(uri, storage_options=options).to_pyarrow_table().to_pylist())
+
     if table not in ("fetchlist", "fetch"):
-        return list(DeltaTable(str(root / table)).to_pyarrow_table().to_pylist())
+        return read(table)
     rows = []
-    for seg in sorted((root / "segments").iterdir()):
-        if (seg / table / "_delta_log").is_dir():
-            part = DeltaTable(str(seg / table)).to_pyarrow_table().to_pylist()
-            rows += [{"segment": seg.name, **row} for row in part]
+    for seg in files.dirs("segments"):
+        if files.names(f"segments/{seg}/{table}/_delta_log", ".json"):
+            rows += [{"segment": seg, **row} for row in read(f"segments/{seg}/{table}")]
     if table == "fetch":
         for row in rows:
             row["headers"] = _without_date(row["headers"])
@@ -514,7 +531,7 @@ def _pick(row: dict[str, Any], col: str) -> Any:
     return value
 
 
-def compare_crawls(a: Path, b: Path) -> dict[str, dict[str, Any]]:
+def compare_crawls(a: str, b: str) -> dict[str, dict[str, Any]]:
     """``compare_table`` for every table in ``KEYS``."""
     return {t: compare_table(table_rows(a, t), table_rows(b, t), t) for t in KEYS}
 
@@ -540,6 +557,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument(
         "--jvm", choices=("default", "quick"), default="default", help="quick: QUICK_JVM for jobs"
     )
+    ap.add_argument(
+        "--s3", action="store_true",
+        help="the cluster's crawl root on an S3 server (moto's, started on loopback)",
+    )  # fmt: skip
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     ap.add_argument("--results", type=Path, default=RESULTS, help="JSONL file to append to")
     return ap.parse_args()
@@ -571,7 +592,13 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     python = bare_python(work / "python")
     package = package_zip(work / "trawl.zip")
     java = QUICK_JVM if args.jvm == "quick" else ""
-    with TestWeb(model, work / "web", n_seeds=args.seeds, at=ats[0]) as web:
+    cluster_root = str(work / "crawl-cluster")
+    stack = contextlib.ExitStack()
+    if args.s3:  # every process started from here on gets the store's environment
+        os.environ.update(stack.enter_context(s3_server(work / "s3")))
+        cluster_root = "s3a://bench/crawl-cluster"
+    record["cluster_root"] = cluster_root.split("://")[0] if "://" in cluster_root else "local"
+    with stack, TestWeb(model, work / "web", n_seeds=args.seeds, at=ats[0]) as web:
         config = crawl_config(work / "trawl.toml", web, args)
         with StandaloneCluster(work / "cluster") as cluster:
             record["cluster_start_s"] = cluster.start_s
@@ -580,7 +607,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 conf=cluster_conf(), java_options=java,
             )  # fmt: skip
             record["cluster"] = crawl_with_jobs(
-                on_cluster, work / "crawl-cluster", config, web.seeds_file, web, ats
+                on_cluster, cluster_root, config, web.seeds_file, web, ats
             )
             record["executors_per_worker"] = [dict(c) for c in cluster.executors_per_worker()]
         local = Submitter(
@@ -588,11 +615,52 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             java_options=java,
         )  # fmt: skip
         record["local"] = crawl_with_jobs(
-            local, work / "crawl-local", config, web.seeds_file, web, ats
+            local, str(work / "crawl-local"), config, web.seeds_file, web, ats
         )
-    record["comparison"] = compare_crawls(work / "crawl-cluster", work / "crawl-local")
+        record["comparison"] = compare_crawls(cluster_root, str(work / "crawl-local"))
     record["agree"] = {t: agrees(c) for t, c in record["comparison"].items()}
     return record
+
+
+@contextlib.contextmanager
+def s3_server(workdir: Path) -> Iterator[dict[str, str]]:
+    """moto's S3 server on 127.0.0.1 with a bucket "bench"; yields the AWS
+    environment that reaches it (the same variables a real store takes)."""
+    import boto3
+
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {
+        "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }  # fmt: skip
+    with (workdir / "moto.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [str(ROOT / ".venv" / "bin" / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"moto did not start: {tail(workdir / 'moto.log')}"
+                    ) from None
+                time.sleep(0.2)
+        client = boto3.client(
+            "s3", endpoint_url=endpoint, region_name="us-east-1",
+            aws_access_key_id="bench", aws_secret_access_key="bench-secret",
+        )  # fmt: skip
+        client.create_bucket(Bucket="bench")
+        yield env
+    finally:
+        _end_group(proc, grace_s=5.0)
 
 
 def stage_totals(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -24,3 +24,24 @@ def test_missing_seed_file_is_a_clear_error(
     ctx = JobContext(None, Config(), str(tmp_path), "s1", datetime(2026, 1, 1, tzinfo=UTC))
     with pytest.raises(FileNotFoundError, match="seed file not found"):
         run_inject(ctx, [str(tmp_path / "nope.txt")])
+
+
+def test_after_delta_rs_touched_an_object_store_the_command_skips_teardown(
+    s3_server: str, bucket: str, tmp_path: Path
+) -> None:
+    """``trawl policy`` on an s3a root (delta-rs with the store's options)
+    creates the table and sets rules; delta-rs may abort the interpreter at
+    exit after S3 use (its issue 2184, exit 134), so each run's code and
+    output must be the command's own, three times over."""
+    import subprocess
+    import sys
+
+    for n in range(3):
+        run = subprocess.run(
+            [sys.executable, "-m", "trawl.cli", "policy", "set", "--crawl", f"s3a://{bucket}/c",
+             "--host", f"h{n}.example.com", "--block", "--reason", "test", "--json",
+             "--set", f"storage.endpoint={s3_server}"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert f"h{n}.example.com" in run.stdout

@@ -6,16 +6,18 @@ as a plain string when it is not TOML). Jobs take the cycle's logical time as
 ``--at`` (ISO 8601; the CLI defaults it to now, the only place trawl reads
 the wall clock for it) and a ``--segment`` id (default: derived from --at).
 
-:func:`main` is the entry point (``trawl = "trawl.cli:main"``, and
-``jobs/*.py`` under spark-submit): it parses, loads the config, takes the
-crawl's lease for the commands that write the crawl, and turns the errors an
-operator can fix into one line on stderr and an exit code. The grammar is
+:func:`main` is the entry point (through :func:`entry`, the console script
+``trawl = "trawl.cli:entry"``, and ``jobs/*.py`` under spark-submit): it
+parses, loads the config, takes the crawl's lease for the commands that
+write the crawl, and turns the errors an operator can fix into one line on
+stderr and an exit code. The grammar is
 ``trawl.cli.parser``; what the commands do is ``trawl.cli.commands``, and
 ``trawl.cli.policy`` for ``trawl policy``, which never starts a JVM.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -31,7 +33,7 @@ from trawl.store.objectstore import StoreError
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["DEFAULT_CRAWL", "EXIT_IN_USE", "WRITING_COMMANDS", "build_parser", "main"]
+__all__ = ["DEFAULT_CRAWL", "EXIT_IN_USE", "WRITING_COMMANDS", "build_parser", "entry", "main"]
 
 # The commands that change the crawl hold its lease; EX_TEMPFAIL when it is taken.
 WRITING_COMMANDS = (
@@ -68,8 +70,6 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
         print(f"trawl: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `trawl ... --json | head`: the reader had enough
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
@@ -82,3 +82,18 @@ def _lease(args: argparse.Namespace, cfg: Config) -> AbstractContextManager[Any]
     command = f"{args.command} --segment {segment}" if segment else args.command
     root = CrawlRoot.of(args.crawl, cfg.storage)
     return CrawlLease(root, command, cfg.crawl.lease_ttl_s, cfg.crawl.lease_wait_s)
+
+
+def entry() -> None:
+    """The ``trawl`` console script: ``main``, then exit with its code. After
+    delta-rs touched an object store, the interpreter's teardown is skipped
+    (output flushed first): delta-rs may abort there (its issue 2184), which
+    would turn a finished command into exit 134."""
+    code = main()
+    from trawl.store.policy import REMOTE_TABLES_OPENED
+
+    if REMOTE_TABLES_OPENED.is_set():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trawl.cli import main
+from trawl.cli import entry
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

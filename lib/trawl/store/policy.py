@@ -122,10 +122,19 @@ def _failed(verb: str, uri: str, exc: BaseException) -> PolicyTableError:
     return PolicyTableError(f"cannot {verb} the policy table at {uri}: {why}")
 
 
+# Whether this process has opened a table on an object store with delta-rs:
+# its runtime may abort the interpreter at exit afterwards (delta-rs issue
+# 2184: "terminate called without an active exception", exit 134), so the
+# ``trawl`` command then leaves with os._exit (``trawl.cli.entry``).
+REMOTE_TABLES_OPENED = threading.Event()
+
+
 def _open(
     uri: str, storage_options: Mapping[str, str] | None, absent_ok: bool = True
 ) -> DeltaTable | None:
     """The table, or None when it was never created (see ``_absent``)."""
+    if "://" in uri:
+        REMOTE_TABLES_OPENED.set()
     try:
         return DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
     except TableNotFoundError as exc:
