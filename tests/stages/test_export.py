@@ -24,7 +24,7 @@ from trawl.cli import main
 from trawl.config import Config, load_config
 from trawl.runner import JobContext, run_cycles, run_export, run_inject, run_warc_index, segment_id
 from trawl.stages.export import Selection
-from trawl.store.files import warc_record
+from trawl.store.files import CrawlRoot, warc_record
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel
 from trawl.warc.lookup import parse_ref
@@ -156,7 +156,7 @@ def test_every_event_warc_ref_opens_its_record(crawl: Crawl) -> None:
         assert sum(1 for r in rows if r["segment"] == segment) == stored
     for row in rows:
         ref = row["warc_ref"]
-        record, raw = warc_record(crawl.root, parse_ref(json.dumps(ref.asDict())))
+        record, raw = warc_record(CrawlRoot.of(crawl.root), parse_ref(json.dumps(ref.asDict())))
         assert record.rec_type in ("response", "revisit")
         assert record.target_uri == row["url"]
         assert record.http_head() is not None and record.http_head().status == "200"
