@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -177,3 +178,29 @@ def test_a_root_at_the_bucket_itself(s3_server: str, bucket: str) -> None:
     assert root.names("", ".txt") == ["top.txt"]
     assert root.dirs("") == ["segments"] and root.dirs("segments") == ["s2"]
     assert warc_files(root, "s2") == ["a.warc.gz"]
+
+
+def test_an_unreadable_policy_on_s3_stops_a_fetch_instead_of_allowing_all(
+    s3_server: str, bucket: str
+) -> None:
+    """Fail closed: on an object store, a policy table that cannot be read
+    (here: none where the crawl's jobs would have made one) is an error for
+    the fetch tasks, never "no rules"; once it exists, its rules apply."""
+    from trawl.crawldb.policy import RuleChange
+    from trawl.fetch.rules import policy_source
+    from trawl.store.policy import PolicyStore, PolicyTableError
+
+    root = root_of(s3_server, bucket)
+    source = policy_source(root)
+    with pytest.raises(PolicyTableError, match="cannot read the policy table at s3://"):
+        source()
+    PolicyStore.of(root).set(
+        "host",
+        "a.example.com",
+        RuleChange(blocked=True),
+        reason="t",
+        set_by="t",
+        at=datetime.now(UTC),
+    )
+    verdict = source()("a.example.com", "example.com", datetime.now(UTC))
+    assert verdict is not None and verdict[0].startswith("blocked")
