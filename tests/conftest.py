@@ -5,6 +5,7 @@ and the path of the conformance corpora beside the project."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # no instance-role probes
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[str]:
-    """moto's S3 server on 127.0.0.1 (installed by scripts/setup.sh), for the
-    whole run; its endpoint URL."""
+@contextmanager
+def moto_server(**env: str) -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 (installed by scripts/setup.sh), with
+    ``env`` added to its environment; its endpoint URL."""
+    import os
     import socket
     import subprocess
     import sys
@@ -88,6 +90,7 @@ def s3_server() -> Iterator[str]:
         [*command, "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -103,6 +106,13 @@ def s3_server() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """An S3 server for the whole run (any credentials accepted)."""
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture

@@ -204,3 +204,25 @@ def test_an_unreadable_policy_on_s3_stops_a_fetch_instead_of_allowing_all(
     )
     verdict = source()("a.example.com", "example.com", datetime.now(UTC))
     assert verdict is not None and verdict[0].startswith("blocked")
+
+
+def test_refused_credentials_are_one_line_naming_the_variables(tmp_path: Path) -> None:
+    """A store that checks signatures (moto with its IAM checks on from the
+    first request) refuses the run's keys: the CLI says so in one line and
+    exits 2 before a JVM starts."""
+    from tests.conftest import moto_server
+
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.com/\n")
+    with moto_server(INITIAL_NO_AUTH_ACTION_COUNT="0") as endpoint:
+        started = time.monotonic()
+        run = subprocess.run(
+            [sys.executable, "-m", "trawl.cli", "inject", str(seeds), "--crawl", "s3a://b/c",
+             "--set", f"storage.endpoint={endpoint}"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert run.returncode == 2
+    assert "refused the credentials (InvalidAccessKeyId)" in run.stderr
+    assert "AWS_ACCESS_KEY_ID" in run.stderr and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - started < 60
