@@ -39,7 +39,7 @@ def run_warc_index(ctx: JobContext, segments: Sequence[str], out: str) -> dict[s
         for segment in chosen:
             if not warc_files(root, segment):
                 raise ValueError(f"segment {segment} has no WARC files under {ctx.root}")
-            if root.read_bytes(index_rel(segment)) is None:
+            if root.modified_at(index_rel(segment)) is None:  # no index yet
                 write_segment_index(dataclasses.replace(ctx, segment=segment))
             paths.append(root.download(index_rel(segment), Path(tmp) / f"{segment}.cdxj"))
         lines = merge_indexes(paths, out)
