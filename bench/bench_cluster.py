@@ -408,6 +408,7 @@ _WARC_ID = "a WARC-Record-ID is a fresh UUID per record"
 _WARC_DATE = "WARC-Date is the wall-clock capture time"
 _GZIP = "the record's gzip member holds its UUID and wall-clock dates"
 _MEASURED = "delay_factor x the measured response time"
+_PACKED = "host groups packed over tasks by expected duration, from measured gaps"
 VOLATILE: dict[str, dict[str, str]] = {
     "crawldb": {"stored_capture.record_id": _WARC_ID, "stored_capture.date": _WARC_DATE},
     "hostdb": {
@@ -417,11 +418,15 @@ VOLATILE: dict[str, dict[str, str]] = {
         "backoff_until": "wall-clock end of a Retry-After or error back-off",
         "delay_s": _MEASURED,
         "resp_time_avg_s": "measured response time",
+        "soft404_probed_at": "wall-clock time of the soft-404 probe",
     },
     "fetchlist": {  # generate copies these from hostdb and crawldb
         "robots_fetched_at": "hostdb's, wall-clock",
         "robots_unreachable_since": "hostdb's, wall-clock",
         "next_allowed_at": "hostdb's politeness clock, wall-clock",
+        "soft404_probed_at": "hostdb's, wall-clock",
+        "delay_s": "hostdb's, " + _MEASURED,
+        "task": _PACKED,
         "stored_capture.record_id": _WARC_ID,
         "stored_capture.date": _WARC_DATE,
     },
@@ -430,6 +435,8 @@ VOLATILE: dict[str, dict[str, str]] = {
         "ttfb_s": "measured",
         "elapsed_s": "measured",
         "delay_s": _MEASURED,
+        "task": _PACKED,
+        "warc_file": "named after its task (" + _PACKED + ")",
         "warc_offset": "records land in the file in fetch order",
         "warc_length": _GZIP,
         "stored_capture.record_id": _WARC_ID,
@@ -437,6 +444,7 @@ VOLATILE: dict[str, dict[str, str]] = {
     },
     "events": {
         "fetched_at": "wall-clock time of the request",
+        "warc_ref.file": "named after its task (" + _PACKED + ")",
         "warc_ref.offset": "records land in the file in fetch order",
         "warc_ref.length": _GZIP,
     },
