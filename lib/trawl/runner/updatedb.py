@@ -31,14 +31,14 @@ def run_updatedb(ctx: JobContext) -> dict[str, Any]:
     )
     out = updatedb(fetch, crawldb, hostdb, hostparams, domainlinks, ctx.stage)
     report = out.report
-    if not out.hostparams.isEmpty():
-        append_rows(out.hostparams, root, "hostparams")
     # Each write is its own commit and none reads what another writes: hostdb,
-    # the domain links and the rejected links run beside crawldb's MERGE.
-    report.hosts, report.domain_links, report.rejected, _ = concurrently(
+    # the domain links, the session parameters and the rejected links run
+    # beside crawldb's MERGE.
+    report.hosts, report.domain_links, report.rejected, _, _ = concurrently(
         lambda: merge_hosts(ctx, out.hosts),
         lambda: append_new(ctx, out.domainlinks, "domainlinks"),
         lambda: record_rejected(ctx, out.rejected),
+        lambda: append_new(ctx, out.hostparams, "hostparams"),
         lambda: merge(spark, root, out.crawldb),
     )
     release(*out.held)
