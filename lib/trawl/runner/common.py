@@ -9,16 +9,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from trawl.config import Config
 from trawl.stages.common import StageContext
 from trawl.store.files import CrawlRoot
-from trawl.store.tables import (
-    ensure_all,
-    read_table,
-    segment_exists,
-)
+from trawl.store.tables import counted as counted_in
+from trawl.store.tables import ensure_all, segment_exists
 
 
 @dataclass(frozen=True)
@@ -55,13 +51,12 @@ def tables_ready(ctx: JobContext) -> None:
     """Every crawl table exists, and crawldb and hostdb have deletion vectors
     once they are large enough (``crawl.deletion_vectors_min_mb``), before a
     job MERGEs into them."""
-    ensure_all(ctx.spark, ctx.root, ctx.cfg.crawl.deletion_vectors_min_mb * 2**20)
+    ensure_all(ctx.spark, ctx.root, ctx.cfg.crawl.deletion_vectors_min_mb * 2**20, ctx.files)
 
 
 def counted(ctx: JobContext, job: str) -> bool:
     """Whether ``job`` has written its counters for this segment (it finished)."""
-    counters = read_table(ctx.spark, ctx.root, "counters")
-    return not counters.filter((F.col("segment") == ctx.segment) & (F.col("job") == job)).isEmpty()
+    return counted_in(ctx.files, ctx.segment, job)
 
 
 def fetched_segment(ctx: JobContext, merges: bool = False) -> None:

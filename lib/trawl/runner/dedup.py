@@ -37,7 +37,7 @@ def run_dedup(ctx: JobContext) -> dict[str, Any]:
         merge(spark, root, marks)
     report.unfollowed = unfollow(ctx, found.fetch)
     release(*found.held, *held)
-    write_counters(spark, root, segment, "dedup", report.counters())
+    write_counters(ctx.files, segment, "dedup", report.counters())
     return {"segment": segment, **{k: v for k, v in report.counters()}}
 
 

@@ -19,5 +19,5 @@ def run_events(ctx: JobContext) -> dict[str, Any]:
     merge(ctx.spark, ctx.root, merge_events(events, ctx.stage))
     release(events)
     counters = [(f"events/{name}", n) for name, n in sorted(counts.items())]
-    write_counters(ctx.spark, ctx.root, ctx.segment, "events", counters)
+    write_counters(ctx.files, ctx.segment, "events", counters)
     return {"segment": ctx.segment, **dict(counters)}

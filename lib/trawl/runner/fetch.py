@@ -66,7 +66,7 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
             f"{first['error']}"
         )
     counters.append(("fetch/warc/index_lines", indexed))
-    write_counters(ctx.spark, ctx.root, ctx.segment, "fetch", counters)
+    write_counters(ctx.files, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
 
 

@@ -29,7 +29,7 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
         say(f"generate: segment {ctx.segment} is fetched; its fetch list stays")
         stats = fetchlist_stats(read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetchlist"))
         if not counted(ctx, "generate"):  # the first run's counters stand
-            write_counters(ctx.spark, ctx.root, ctx.segment, "generate", generate_counters(stats))
+            write_counters(ctx.files, ctx.segment, "generate", generate_counters(stats))
         return generate_result(ctx, stats)
     spark, root = ctx.spark, ctx.root
     crawldb, hostdb, policy, domainlinks = (
@@ -44,7 +44,7 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
         merge(spark, root, marks)
     generated.release()
     counters = [*generate_counters(stats), ("generate/deferred/budget", deferred)]
-    write_counters(ctx.spark, ctx.root, ctx.segment, "generate", counters)
+    write_counters(ctx.files, ctx.segment, "generate", counters)
     return generate_result(ctx, stats)
 
 

@@ -24,7 +24,7 @@ def run_inject(
     merge(ctx.spark, ctx.root, injected.merge)
     release(*injected.held)
     report = injected.report
-    write_counters(ctx.spark, ctx.root, ctx.segment, "inject", report.counters())
+    write_counters(ctx.files, ctx.segment, "inject", report.counters())
     return {
         "lines": report.lines,
         "accepted": report.accepted,

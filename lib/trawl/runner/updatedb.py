@@ -42,7 +42,7 @@ def run_updatedb(ctx: JobContext) -> dict[str, Any]:
         lambda: merge(spark, root, out.crawldb),
     )
     release(*out.held)
-    write_counters(spark, root, ctx.segment, "updatedb", report.counters())
+    write_counters(ctx.files, ctx.segment, "updatedb", report.counters())
     return {
         "segment": ctx.segment,
         "fetch_rows": report.fetched_rows,

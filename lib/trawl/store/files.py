@@ -137,6 +137,17 @@ class CrawlRoot:
         """The URI (or path) of ``rel`` under the root."""
         return f"{self.uri}/{rel.strip('/')}"
 
+    def delta_uri(self, rel: str = "") -> str:
+        """``rel`` under the root as delta-rs names it (Hadoop's ``s3a://``
+        is ``s3://`` there)."""
+        uri = self.child(rel) if rel else self.uri
+        scheme, sep, rest = uri.partition("://")
+        return f"s3://{rest}" if sep and scheme.lower() in ("s3a", "s3n") else uri
+
+    def delta_options(self) -> dict[str, str] | None:
+        """delta-rs ``storage_options`` for the root (None: a local root)."""
+        return self.s3.delta_options() if self.s3 is not None else None
+
     def check(self) -> None:
         """Fail now, in one line naming the setting to fix, when an object
         store root cannot be reached, its bucket does not exist or the

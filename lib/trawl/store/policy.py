@@ -85,12 +85,6 @@ class PolicyTableError(RuntimeError):
     """The policy table could not be read or written (the message says where and why)."""
 
 
-def delta_uri(uri: str) -> str:
-    """A root URI as delta-rs names it: Hadoop's ``s3a://`` is ``s3://`` there."""
-    scheme, sep, rest = uri.partition("://")
-    return f"s3://{rest}" if sep and scheme.lower() in ("s3a", "s3n") else uri
-
-
 def policy_table_uri(root: str | os.PathLike[str]) -> str:
     """``<root>/policy`` (local roots made absolute, as the CLI does)."""
     text = os.fspath(root)
@@ -209,8 +203,7 @@ class PolicyView:
     @classmethod
     def of(cls, root: CrawlRoot) -> PolicyView:
         """The policy table of ``root``, with its object store's settings."""
-        options = root.s3.delta_options() if root.s3 is not None else None
-        return cls(delta_uri(root.uri), options)
+        return cls(root.delta_uri(), root.delta_options())
 
     def refresh(self) -> Mapping[RuleKey, PolicyRule]:
         """The rules in force now; raises :class:`PolicyTableError` on a failed read."""
@@ -238,8 +231,7 @@ class PolicyStore:
     @classmethod
     def of(cls, root: CrawlRoot) -> PolicyStore:
         """The policy table of ``root``, with its object store's settings."""
-        options = root.s3.delta_options() if root.s3 is not None else None
-        return cls(delta_uri(root.uri), options)
+        return cls(root.delta_uri(), root.delta_options())
 
     def rules(self) -> list[PolicyRule]:
         return read_rules(self.root, self._options)

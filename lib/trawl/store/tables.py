@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
-from trawl.store.files import check_segment_id
+from trawl.store import deltars
+from trawl.store.files import CrawlRoot, check_segment_id
 from trawl.store.schemas import (
     CONTENT_SCHEMA,
     COUNTERS_SCHEMA,
@@ -132,7 +133,9 @@ def _add_missing_properties(spark: SparkSession, path: str, wanted: dict[str, st
         _set_properties(spark, path, missing)
 
 
-def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: float) -> bool:
+def use_deletion_vectors(
+    spark: SparkSession, root: str, name: str, min_bytes: float, files: CrawlRoot | None = None
+) -> bool:
     """Turn Delta's deletion vectors on for table ``name`` once it holds
     ``min_bytes`` (never when negative); True when they are on. With them a
     MERGE marks the rows it replaces in a small side file and writes only the
@@ -141,13 +144,23 @@ def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: f
     CrawlDb. On a small table the rewrite is cheap and the vectors cost more
     (a MERGE and each read run more Spark jobs), hence the threshold. Once
     on, they stay on. Not Delta's auto compaction: it fires after MERGEs that
-    leave vectors and rewrites the whole bucket (``compact`` is explicit)."""
+    leave vectors and rewrites the whole bucket (``compact`` is explicit).
+
+    With ``files`` (the same root), the size and properties come from the
+    Delta log through delta-rs, without a Spark job; Spark's ``DESCRIBE
+    DETAIL`` is the fallback when delta-rs cannot open the table."""
     path = ensure_table(spark, root, name)
     if path in _WITH_VECTORS:
         return True
     if min_bytes < 0:
         return False
-    properties, size = _detail(spark, path)
+    state = None
+    if files is not None:
+        try:
+            state = deltars.table_state(files, name)
+        except deltars.SmallTableError:
+            state = None
+    properties, size = state if state is not None else _detail(spark, path)
     if properties.get("delta.enableDeletionVectors") != "true":
         if size < min_bytes:
             return False
@@ -156,7 +169,12 @@ def use_deletion_vectors(spark: SparkSession, root: str, name: str, min_bytes: f
     return True
 
 
-def ensure_all(spark: SparkSession, root: str, vectors_min_bytes: float | None = None) -> None:
+def ensure_all(
+    spark: SparkSession,
+    root: str,
+    vectors_min_bytes: float | None = None,
+    files: CrawlRoot | None = None,
+) -> None:
     """Every table of the crawl exists; with ``vectors_min_bytes``, crawldb
     and hostdb also get deletion vectors once they hold that much
     (``use_deletion_vectors``, which reads their size from the Delta log
@@ -170,7 +188,7 @@ def ensure_all(spark: SparkSession, root: str, vectors_min_bytes: float | None =
     def ready(name: str) -> None:
         ensure_table(spark, root, name)
         if vectors_min_bytes is not None and name in MERGED_TABLES:
-            use_deletion_vectors(spark, root, name, vectors_min_bytes)
+            use_deletion_vectors(spark, root, name, vectors_min_bytes, files)
 
     merged = [*MERGED_TABLES] if vectors_min_bytes is not None else []
     todo = merged + [n for n in TABLES if n not in merged and table_path(root, n) not in _ENSURED]
@@ -314,13 +332,20 @@ def list_segments(spark: SparkSession, root: str) -> list[str]:
 
 
 def write_counters(
-    spark: SparkSession, root: str, segment: str, job: str, counters: Sequence[tuple[str, int]]
+    root: CrawlRoot, segment: str, job: str, counters: Sequence[tuple[str, int]]
 ) -> None:
-    """Replace this (segment, job)'s counters: re-runs do not double them."""
+    """Replace this (segment, job)'s counters, in one commit: re-runs do not
+    double them. Through delta-rs (a few rows the driver holds; no Spark
+    job), see ``trawl.store.deltars``."""
     check_segment_id(segment)
     rows = [(segment, job, name, int(value)) for name, value in counters]
-    df = spark.createDataFrame(rows, COUNTERS_SCHEMA)
-    replace_rows(df, root, "counters", f"segment = '{segment}' AND job = '{job}'")
+    deltars.replace_rows(root, "counters", rows, f"segment = '{segment}' AND job = '{job}'")
+
+
+def counted(root: CrawlRoot, segment: str, job: str) -> bool:
+    """Whether ``job`` has written its counters for ``segment`` (it finished)."""
+    check_segment_id(segment)
+    return bool(deltars.read_rows(root, "counters", segment=segment, job=job))
 
 
 def replace_rows(df: DataFrame, root: str, name: str, where: str) -> None:

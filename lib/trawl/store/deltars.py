@@ -1,0 +1,161 @@
+"""The small-table path: small crawl tables read and written from the driver
+through deltalake (delta-rs), without a Spark job.
+
+A Delta commit made by Spark costs a small crawl a second or more (a write
+job, statistics, the commit and its checksum, then a log replay for the next
+reader); the same commit of a few rows by delta-rs costs tens of
+milliseconds (``bench/bench_stages.py``). Tables whose rows a job already
+holds in the driver go this way: the job counters, and the size and
+properties of crawldb and hostdb that ``use_deletion_vectors`` asks for
+before every MERGE.
+
+Both writers must agree on the protocol. The tables this module writes are
+created by Spark at protocol (1, 2), with no table features, which delta-rs
+reads and writes; delta-rs does not add features on write. Spark reads what
+delta-rs commits (it lists the log for new versions), and delta-rs reads
+Spark's checkpoints. A table delta-rs cannot open (a newer protocol, for
+instance deletion vectors on an old delta-rs) raises :class:`SmallTableError`
+and the caller falls back to Spark where it can.
+
+Object-store roots use the same ``[storage]`` settings as the WARC files
+(``S3Store.delta_options``); on S3, delta-rs commits with a conditional put,
+so concurrent commits to one table cannot overwrite each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+from pyspark.sql import types as T
+
+from trawl.store.files import CrawlRoot
+from trawl.store.schemas import COUNTERS_SCHEMA
+
+__all__ = [
+    "SmallTableError",
+    "arrow_schema",
+    "read_rows",
+    "replace_rows",
+    "table_state",
+    "table_uri",
+]
+
+_ARROW_TYPES: dict[type[T.DataType], pa.DataType] = {
+    T.StringType: pa.string(),
+    T.LongType: pa.int64(),
+    T.IntegerType: pa.int32(),
+    T.ShortType: pa.int16(),
+    T.DoubleType: pa.float64(),
+    T.FloatType: pa.float32(),
+    T.BooleanType: pa.bool_(),
+    T.BinaryType: pa.binary(),
+    T.DateType: pa.date32(),
+    T.TimestampType: pa.timestamp("us", tz="UTC"),
+}
+
+# The tables this path writes, with their Spark schemas.
+SCHEMAS: dict[str, T.StructType] = {"counters": COUNTERS_SCHEMA}
+
+
+class SmallTableError(RuntimeError):
+    """delta-rs could not read or write a table (the message says which and why)."""
+
+
+def arrow_schema(schema: T.StructType) -> pa.Schema:
+    """The Arrow schema Spark's Delta writer gives ``schema`` (flat tables:
+    strings, numbers, booleans, dates, UTC timestamps)."""
+    fields = []
+    for field in schema.fields:
+        arrow = _ARROW_TYPES.get(type(field.dataType))
+        if arrow is None:
+            raise TypeError(f"column {field.name}: {field.dataType} has no small-table mapping")
+        fields.append(pa.field(field.name, arrow, nullable=field.nullable))
+    return pa.schema(fields)
+
+
+def table_uri(root: CrawlRoot, name: str) -> str:
+    """Table ``name`` under ``root`` as delta-rs names it."""
+    return root.delta_uri(name)
+
+
+def _options(root: CrawlRoot) -> dict[str, str] | None:
+    return root.delta_options()
+
+
+def _failed(verb: str, uri: str, exc: BaseException) -> SmallTableError:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return SmallTableError(f"cannot {verb} the Delta table at {uri}: {first}")
+
+
+def _open(root: CrawlRoot, name: str) -> DeltaTable | None:
+    uri = table_uri(root, name)
+    try:
+        return DeltaTable(uri, storage_options=_options(root))
+    except TableNotFoundError:
+        return None
+    except Exception as exc:  # delta-rs raises several kinds (protocol, I/O, parse)
+        raise _failed("open", uri, exc) from exc
+
+
+def replace_rows(root: CrawlRoot, name: str, rows: Sequence[Sequence[Any]], where: str) -> None:
+    """Replace the rows of table ``name`` that match ``where`` (a SQL
+    predicate) by ``rows`` (tuples in schema order), in one commit: a job
+    that runs again replaces what it wrote, never appends to it. The table
+    is created when absent."""
+    schema = arrow_schema(SCHEMAS[name])
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in schema]
+    batch = pa.Table.from_arrays(
+        [pa.array(list(col), type=f.type) for col, f in zip(columns, schema, strict=True)],
+        schema=schema,
+    )
+    uri = table_uri(root, name)
+    try:
+        if _open(root, name) is None:
+            write_deltalake(uri, batch, mode="append", storage_options=_options(root))
+        else:
+            write_deltalake(
+                uri, batch, mode="overwrite", predicate=where, storage_options=_options(root)
+            )
+    except SmallTableError:
+        raise
+    except Exception as exc:
+        raise _failed("write", uri, exc) from exc
+
+
+def read_rows(root: CrawlRoot, name: str, **equal: str) -> list[dict[str, Any]]:
+    """The rows of table ``name`` whose columns equal the given values
+    (none when the table does not exist)."""
+    table = _open(root, name)
+    if table is None:
+        return []
+    uri = table_uri(root, name)
+    try:
+        dataset = table.to_pyarrow_dataset()
+        condition = None
+        for column, value in equal.items():
+            term = pc.field(column) == value
+            condition = term if condition is None else condition & term
+        return dataset.to_table(filter=condition).to_pylist()  # type: ignore[no-any-return]
+    except Exception as exc:
+        raise _failed("read", uri, exc) from exc
+
+
+def table_state(root: CrawlRoot, name: str) -> tuple[dict[str, str], int] | None:
+    """Table ``name``'s properties and the bytes of its live data files,
+    from its log alone (None when it does not exist)."""
+    table = _open(root, name)
+    if table is None:
+        return None
+    uri = table_uri(root, name)
+    try:
+        properties = dict(table.metadata().configuration)
+        actions = pa.table(table.get_add_actions(flatten=True))
+        size = int(pc.sum(actions["size_bytes"]).as_py() or 0) if actions.num_rows else 0
+    except Exception as exc:
+        raise _failed("read", uri, exc) from exc
+    return properties, size
