@@ -123,3 +123,43 @@ def test_table_state_matches_spark_and_drives_deletion_vectors(spark: Any, tmp_p
     _WITH_VECTORS.discard(path)
     # on now (a table delta-rs may or may not open): still reads as on
     assert use_deletion_vectors(spark, root, "crawldb", 10 * 2**30, files)
+
+
+def test_tables_created_through_delta_rs_are_what_spark_would_make(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A fresh root's tables, created without a Spark job: every column and
+    type of the schema constants, the partition columns, and Change Data
+    Feed on ``events``; Spark then writes to them (events' MERGE writes its
+    change data)."""
+    from trawl.store.tables import TABLES, ensure_all
+
+    root = str(tmp_path / "crawl")
+    ensure_all(spark, root, 64 * 2**20, CrawlRoot.of(root))
+    for name, (schema, partitions) in TABLES.items():
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{root}/{name}`").collect()[0]
+        assert read_table(spark, root, name).schema == schema, name
+        assert list(detail["partitionColumns"]) == list(partitions), name
+    events = spark.sql(f"DESCRIBE DETAIL delta.`{root}/events`").collect()[0]
+    assert events["properties"]["delta.enableChangeDataFeed"] == "true"
+
+    from delta.tables import DeltaTable
+
+    row = spark.createDataFrame(
+        [("crawl.fetched", "s1", "http://a.example/")], "event string, segment string, url string"
+    )
+    source = row.selectExpr("event", "segment", "current_date() AS event_date", "url")
+    (
+        DeltaTable.forPath(spark, f"{root}/events")
+        .alias("t")
+        .merge(source.alias("s"), "t.url = s.url AND t.segment = s.segment")
+        .whenNotMatchedInsert(values={c: f"s.{c}" for c in source.columns})
+        .execute()
+    )
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(f"{root}/events")
+    )
+    assert [r["_change_type"] for r in changes.collect()] == ["insert"]

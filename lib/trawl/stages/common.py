@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from trawl.config import Config
+from trawl.store.schemas import arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,12 +32,6 @@ class StageContext:
     cfg: Config
     segment: str
     at: datetime  # the cycle's logical time; no job reads the wall clock for it
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
 
 
 def map_records(df: DataFrame, fn: RowFn, schema: StructType) -> DataFrame:

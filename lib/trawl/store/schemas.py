@@ -7,6 +7,8 @@ columns hold ``trawl.crawldb.status`` names as strings.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -20,6 +22,17 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` in Arrow, as Spark's Delta writer stores it: timestamps in
+    UTC (Delta's ``timestamp``), plain (not large) strings and lists."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC", prefers_large_types=False)
 
 
 def _schema(*cols: tuple[str, object]) -> StructType:

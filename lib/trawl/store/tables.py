@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Union
 
 from trawl.store import deltars
 from trawl.store.files import CrawlRoot, check_segment_id
+from trawl.store.objectstore import StoreError
 from trawl.store.schemas import (
     CONTENT_SCHEMA,
     COUNTERS_SCHEMA,
@@ -34,7 +35,7 @@ from trawl.store.schemas import (
 if TYPE_CHECKING:
     from delta.tables import DeltaTable
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructField, StructType
 
 # A MERGE clause's columns: target column -> SQL expression or Column
 Assignments = Mapping[str, Union[str, "Column"]]
@@ -70,6 +71,8 @@ SEGMENT_TABLES: dict[str, StructType] = {
 # Tables this driver process has created or seen: createIfNotExists reads the
 # Delta log each time, and jobs ask for the same tables many times.
 _ENSURED: set[str] = set()
+# Crawl roots (as the jobs name them) with how delta-rs reaches them.
+_ROOTS: dict[str, CrawlRoot] = {}
 
 
 def table_path(root: str, name: str) -> str:
@@ -81,33 +84,73 @@ def segment_path(root: str, segment: str, name: str = "") -> str:
     return f"{base}/{name}" if name else base
 
 
-def ensure_table(spark: SparkSession, root: str, name: str) -> str:
-    """Create the table from its schema if it does not exist; return its path."""
-    from delta.tables import DeltaTable
+def _files(root: str) -> CrawlRoot | None:
+    """The crawl root for delta-rs: the one a job registered (``ensure_all``
+    with ``files``: an object store needs its ``[storage]``), else a local
+    root as it is; None when only Spark can reach it."""
+    known = _ROOTS.get(root.rstrip("/"))
+    if known is not None:
+        return known
+    try:
+        files = CrawlRoot.of(root)
+    except (StoreError, ValueError):  # a scheme only Spark's connectors know
+        return None
+    return files if files.s3 is None else None
 
+
+def ensure_table(spark: SparkSession, root: str, name: str) -> str:
+    """Create the table from its schema if it does not exist; return its path.
+    Through delta-rs when it can reach the root (milliseconds, no Spark
+    job), else through Spark; a table from an older trawl gains the columns
+    and properties added since, through Spark (rare: once per upgrade)."""
     schema, partitions = TABLES[name]
     path = table_path(root, name)
     if path in _ENSURED:
         return path
+    wanted = TABLE_PROPERTIES.get(name, {})
+    files = _files(root)
+    state = None
+    if files is not None:
+        try:
+            state = deltars.ensure(files, name, schema, partitions, wanted)
+        except deltars.SmallTableError:
+            state = None
+    if state is not None:
+        have, properties = state
+        _add_columns(spark, path, [f for f in schema.fields if f.name not in have])
+        missing = {k: v for k, v in wanted.items() if properties.get(k) != v}
+        if missing:
+            _set_properties(spark, path, missing)
+    else:
+        _ensure_with_spark(spark, path, name)
+    _ENSURED.add(path)
+    return path
+
+
+def _ensure_with_spark(spark: SparkSession, path: str, name: str) -> None:
+    from delta.tables import DeltaTable
+
+    schema, partitions = TABLES[name]
     if DeltaTable.isDeltaTable(spark, path):
         _add_missing_columns(spark, path, schema)
         _add_missing_properties(spark, path, TABLE_PROPERTIES.get(name, {}))
-    else:
-        builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-        if partitions:
-            builder = builder.partitionedBy(*partitions)
-        for key, value in TABLE_PROPERTIES.get(name, {}).items():
-            builder = builder.property(key, value)
-        builder.execute()
-    _ENSURED.add(path)
-    return path
+        return
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+    if partitions:
+        builder = builder.partitionedBy(*partitions)
+    for key, value in TABLE_PROPERTIES.get(name, {}).items():
+        builder = builder.property(key, value)
+    builder.execute()
 
 
 def _add_missing_columns(spark: SparkSession, path: str, schema: StructType) -> None:
     """A table written by an older trawl gains the columns added since (null
     in old rows); nothing is rewritten or dropped."""
     have = set(spark.read.format("delta").load(path).columns)
-    missing = [f for f in schema.fields if f.name not in have]
+    _add_columns(spark, path, [f for f in schema.fields if f.name not in have])
+
+
+def _add_columns(spark: SparkSession, path: str, missing: list[StructField]) -> None:
     if missing:
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
         spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
@@ -184,6 +227,9 @@ def ensure_all(
     commit written, and each size is a log replay: mostly driver work and
     small jobs, so the tables are done at once from a few threads (one
     Spark session takes jobs from many), the merged tables first."""
+
+    if files is not None:
+        _ROOTS[root.rstrip("/")] = files
 
     def ready(name: str) -> None:
         ensure_table(spark, root, name)
