@@ -1,7 +1,7 @@
 """Benchmark: the fixed cost of each Spark stage on a small crawl, job by job.
 
     .venv/bin/python bench/bench_stages.py [--hosts 60] [--pages 3 12] [--cycles 2]
-        [--seed 1] [--workdir DIR] [--results bench/results/stages.jsonl]
+        [--seed 1] [--workdir DIR] [--results bench/results/stages.jsonl] [--set KEY=VALUE]
 
 On a crawl this small every stage is mostly fixed cost: Spark jobs, Delta
 log reads and commits, the driver's planning between them. That cost is what
@@ -10,9 +10,12 @@ it is measured on its own here. The test web (``fetch_testweb.py``'s parity
 web, ``--hosts`` hosts of ``--pages`` pages) runs in its own process; trawl
 runs inject, then ``--cycles`` cycles of generate -> fetch -> updatedb ->
 dedup -> events (``trawl.runner``) on Spark ``local[2]`` with Spark's event
-log on. Per stage the line records the wall time, the Spark jobs it ran,
-the seconds inside jobs and the seconds outside them (the driver: planning,
-Delta log work, Python), and the five call sites that ran the most jobs.
+log on. Per stage the line records the wall time, the Spark jobs it ran
+(those started from the stage's helper threads included), the seconds
+inside jobs and the seconds outside them (the driver: planning, Delta log
+work, Python), and the five call sites that ran the most jobs; per cycle,
+its wall time, the seconds spent fetching (the fetch stage's longest job)
+and the rest, the cycle's fixed cost (issue 29's target: 12 s).
 One JSON line per run is appended to bench/results/stages.jsonl (or
 ``--results``).
 """
@@ -62,6 +65,11 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1, help="test web seed")
     ap.add_argument("--workdir", type=Path, help="kept when given (default: a temp folder)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="JSONL file to append to")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="a config override after the bench's own (repeatable), e.g. "
+        "spark.conf.spark.sql.adaptive.enabled=false",
+    )  # fmt: skip
     return ap.parse_args()
 
 
@@ -114,7 +122,9 @@ def summary(name: str, wall_s: float, jobs: list[dict[str, Any]]) -> dict[str, A
     }
 
 
-def crawl(args: argparse.Namespace, web: Web, work: Path) -> list[dict[str, Any]]:
+def crawl(
+    args: argparse.Namespace, web: Web, work: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     log_dir = work / "eventlog"
     log_dir.mkdir(parents=True)
     overrides = [
@@ -131,6 +141,7 @@ def crawl(args: argparse.Namespace, web: Web, work: Path) -> list[dict[str, Any]
         "spark.conf.spark.eventLog.enabled=true",
         "spark.conf.spark.eventLog.compress=false",
         f"spark.conf.spark.eventLog.dir=file://{log_dir}",
+        *args.set,
     ]
     cfg = load_config(None, overrides, environ={})
     spark = build_spark(cfg)
@@ -157,7 +168,27 @@ def crawl(args: argparse.Namespace, web: Web, work: Path) -> list[dict[str, Any]
             stage(f"c{i + 1}.{name}", partial(run, ctx))
     spark.stop()
     jobs = jobs_by_stage(event_lines(log_dir))
-    return [summary(name, wall, jobs.get(name, [])) for name, wall in walls]
+    stages = [summary(name, wall, jobs.get(name, [])) for name, wall in walls]
+    return stages, cycle_costs(stages, jobs)
+
+
+def cycle_costs(
+    stages: list[dict[str, Any]], jobs: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Per cycle that fetched: its wall time, the time spent fetching (the
+    fetch stage's longest job, the one whose tasks fetch), and the rest, the
+    cycle's fixed cost."""
+    out = []
+    for cycle in sorted({s["stage"].split(".")[0] for s in stages if "." in s["stage"]}):
+        parts = [s for s in stages if s["stage"].startswith(f"{cycle}.")]
+        fetch_jobs = jobs.get(f"{cycle}.fetch", [])
+        if not fetch_jobs:
+            continue
+        fetching = max(j["end"] - j["start"] for j in fetch_jobs) / 1000
+        wall = sum(s["wall_s"] for s in parts)
+        out.append({"cycle": cycle, "wall_s": round(wall, 2), "fetching_s": round(fetching, 2),
+                    "fixed_s": round(wall - fetching, 2)})  # fmt: skip
+    return out
 
 
 def main() -> None:
@@ -168,7 +199,7 @@ def main() -> None:
     began, load = time.monotonic(), machine()
     web = Web(args, work / "web")
     try:
-        stages = crawl(args, web, work)
+        stages, cycles = crawl(args, web, work)
     finally:
         web.stop()
     line = {
@@ -176,14 +207,23 @@ def main() -> None:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": load,
-        "params": {"hosts": args.hosts, "pages": list(args.pages), "cycles": args.cycles},
+        "params": {
+            "hosts": args.hosts,
+            "pages": list(args.pages),
+            "cycles": args.cycles,
+            "set": args.set,
+        },
         "stages": stages,
+        "cycles": cycles,
         "seconds": round(time.monotonic() - began, 1),
     }
     append_line(args.results, line)
     for s in stages:
         print(f"{s['stage']:>12}: {s['wall_s']:6.1f} s, {s['jobs']:3d} jobs, "
               f"{s['in_jobs_s']:5.1f} s in jobs, {s['outside_jobs_s']:5.1f} s outside")  # fmt: skip
+    for c in cycles:
+        print(f"{c['cycle']:>12}: {c['wall_s']:6.1f} s, of which fetching {c['fetching_s']:.1f} s, "
+              f"fixed cost {c['fixed_s']:.1f} s")  # fmt: skip
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -153,9 +153,14 @@ def stages_row(r: dict[str, Any]) -> str:
     total = sum(s["wall_s"] for s in stages)
     jobs = sum(s["jobs"] for s in stages)
     each = ", ".join(f"{s['stage']} {_n(s['wall_s'], 1)} s" for s in stages)
+    fixed = "".join(
+        f"; {c['cycle']}: fixed cost {_n(c['fixed_s'], 1)} s of {_n(c['wall_s'], 1)} s "
+        f"(fetching {_n(c['fetching_s'], 1)} s)"
+        for c in r.get("cycles", [])
+    )
     return (
         f"{r['params']['hosts']} hosts, {r['params']['cycles']} cycles: {_n(total)} s, "
-        f"{jobs:,} Spark jobs ({each})"
+        f"{jobs:,} Spark jobs ({each}){fixed}"
     )
 
 

@@ -21,6 +21,10 @@ from typing import Any
 from trawl.config import Config
 
 DEMO_SEEDS = 300  # every homepage of the default test web: the crawl ramps up fast
+# The demo's web (``trawl demo --hosts``): big enough to show politeness
+# across shared addresses, robots rules, duplicate families and new URLs each
+# cycle, small enough that the crawl's time is fetching.
+DEMO_HOSTS = 60
 
 
 def serve_testweb(
@@ -45,7 +49,7 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
     if "fetch.allow_networks" not in given:
         fetch = dataclasses.replace(fetch, allow_networks=("127.0.0.0/8",))
     if "fetch.time_limit_s" not in given:
-        fetch = dataclasses.replace(fetch, time_limit_s=90.0)
+        fetch = dataclasses.replace(fetch, time_limit_s=30.0)
     politeness = cfg.politeness
     if "politeness.min_delay_s" not in given:
         politeness = dataclasses.replace(politeness, min_delay_s=0.5)
@@ -57,7 +61,9 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
     )
 
 
-def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> int:
+def run_demo(
+    cfg: Config, out: Path, cycles: int, overrides: Sequence[str], hosts: int = DEMO_HOSTS
+) -> int:
     from trawl.report import emit
     from trawl.runner import JobContext, run_cycles, run_inject, run_stats, say, segment_id
     from trawl.store.session import build_spark
@@ -68,8 +74,8 @@ def run_demo(cfg: Config, out: Path, cycles: int, overrides: Sequence[str]) -> i
     t = cfg.testweb
     model = WebModel.generate(
         t.seed,
-        hosts=t.hosts,
-        ips=min(t.ips, t.hosts),
+        hosts=hosts,
+        ips=min(t.ips, hosts),
         agent=cfg.http.agent_name,
         dup_families=t.dup_families,
     )

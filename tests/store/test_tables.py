@@ -103,3 +103,34 @@ def test_zero_turns_deletion_vectors_on_from_the_start(spark: Any, tmp_path: Pat
         assert use_deletion_vectors(spark, root, name, 0)
         props = _properties(spark, ensure_table(spark, root, name))
         assert props["delta.enableDeletionVectors"] == "true", name
+
+
+def test_replacing_nothing_with_nothing_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    """A job with no rows to record makes no commit, unless a previous run
+    left rows that the replace must take away (a re-run never keeps stale
+    rows)."""
+    from delta.tables import DeltaTable
+
+    from trawl.store.schemas import REJECTED_SCHEMA
+    from trawl.store.tables import replace_rows
+
+    root = str(tmp_path / "crawl")
+    path = ensure_table(spark, root, "rejected")
+
+    def version() -> int:
+        return int(DeltaTable.forPath(spark, path).history(1).collect()[0]["version"])
+
+    where = "segment = 's1' AND stage = 'updatedb'"
+    empty = spark.createDataFrame([], REJECTED_SCHEMA)
+    before = version()
+    replace_rows(empty, root, "rejected", where, rows=0)
+    assert version() == before
+
+    values = {f.name: None for f in REJECTED_SCHEMA.fields}
+    values.update(segment="s1", stage="updatedb", url="http://a.example/x", reason="trap")
+    one = spark.createDataFrame([tuple(values.values())], REJECTED_SCHEMA)
+    replace_rows(one, root, "rejected", where, rows=1)
+    assert read_table(spark, root, "rejected").count() == 1
+    replace_rows(empty, root, "rejected", where, rows=0)  # the re-run found none
+    assert version() == before + 2
+    assert read_table(spark, root, "rejected").count() == 0

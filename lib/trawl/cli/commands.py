@@ -41,7 +41,7 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "demo":
         from trawl.demo import run_demo
 
-        return run_demo(cfg, Path(args.out), args.cycles, args.set)
+        return run_demo(cfg, Path(args.out), args.cycles, args.set, args.hosts)
     if args.command == "policy":  # deltalake only: never starts a JVM
         return policy_command(args, cfg)
     if args.command == "warc" and args.warc_command == "get":  # no JVM either

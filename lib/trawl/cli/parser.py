@@ -87,7 +87,21 @@ def _demo_parsers(sub: Any) -> None:
     p = sub.add_parser("demo", help="start the test web, crawl it, show what happened")
     _common(p)
     p.add_argument("--cycles", type=int, default=3)
+    p.add_argument(
+        "--hosts", type=_positive, default=60,
+        help="hosts of the demo's test web (default 60; [testweb] sets the rest)",
+    )  # fmt: skip
     p.add_argument("--out", default="demo", help="folder for the demo's crawl and test web")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"wants a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _at(text: str) -> datetime:

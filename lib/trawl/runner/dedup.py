@@ -27,7 +27,7 @@ def run_dedup(ctx: JobContext) -> dict[str, Any]:
     report = DedupReport()
     fetch = read_segment_table(spark, root, segment, "fetch")
     found = new_contents(fetch, read_table(spark, root, "content"), ctx.stage, report)
-    replace_rows(found.neardup_rows, root, "neardup", f"segment = '{segment}'")
+    replace_rows(found.neardup_rows, root, "neardup", f"segment = '{segment}'", report.new_pairs)
     if found.content is not None:
         merge(spark, root, found.content)
     neardup = read_table(spark, root, "neardup")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from trawl.runner.common import JobContext, fetched_segment
 from trawl.stages.common import concurrently, materialize, release
@@ -74,12 +73,10 @@ def append_new(ctx: JobContext, rows: DataFrame, table: str) -> int:
 def record_rejected(ctx: JobContext, rows: DataFrame) -> dict[str, int]:
     """Replace this segment's updatedb rows of ``rejected`` (a re-run writes
     the same rows again; no commit when there are none, before or now); how
-    many of each reason, counted from what was written."""
+    many of each reason, counted from the rows written."""
+    kept = materialize(rows)
+    counts = {row["reason"]: row["count"] for row in kept.groupBy("reason").count().collect()}
     where = f"segment = '{ctx.segment}' AND stage = 'updatedb'"
-    table = read_table(ctx.spark, ctx.root, "rejected")
-    if not (rows.isEmpty() and table.filter(where).isEmpty()):
-        replace_rows(rows, ctx.root, "rejected", where)
-    written = read_table(ctx.spark, ctx.root, "rejected").filter(
-        (F.col("segment") == ctx.segment) & (F.col("stage") == "updatedb")
-    )
-    return {row["reason"]: row["count"] for row in written.groupBy("reason").count().collect()}
+    replace_rows(kept, ctx.root, "rejected", where, sum(counts.values()))
+    release(kept)
+    return counts

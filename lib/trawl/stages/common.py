@@ -127,5 +127,24 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
     """Run the calls side by side (``beside``); their results in order. Every
     call finishes before the first error is raised."""
     with beside(len(calls)) as pool:
-        futures = [pool.submit(call) for call in calls]
+        futures = [pool.submit(_inheriting(call)) for call in calls]
         return [f.result() for f in futures]
+
+
+def _inheriting(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` run with the calling thread's Spark local properties (job
+    group, description, scheduler pool, anything a caller tags its jobs
+    with), so the jobs it starts on a pool thread are the caller's. A
+    Python thread does not inherit them (pinned-thread mode)."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return call
+    properties = sc._jsc.sc().getLocalProperties().clone()
+
+    def run() -> Any:
+        sc._jsc.sc().setLocalProperties(properties)
+        return call()
+
+    return run

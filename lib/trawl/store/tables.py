@@ -394,11 +394,15 @@ def counted(root: CrawlRoot, segment: str, job: str) -> bool:
     return bool(deltars.read_rows(root, "counters", segment=segment, job=job))
 
 
-def replace_rows(df: DataFrame, root: str, name: str, where: str) -> None:
+def replace_rows(df: DataFrame, root: str, name: str, where: str, rows: int | None = None) -> None:
     """Replace the rows of table ``name`` matching ``where`` by ``df`` (one
-    commit): a re-run of the job that wrote them replaces, never appends."""
+    commit): a re-run of the job that wrote them replaces, never appends.
+    ``rows``: ``df``'s row count when the caller knows it; with none to
+    write and none to replace there is nothing to commit."""
     schema, _ = TABLES[name]
     path = ensure_table(df.sparkSession, root, name)
+    if rows == 0 and read_table(df.sparkSession, root, name).filter(where).isEmpty():
+        return
     ordered = df.select(*[f.name for f in schema.fields])
     ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
 
