@@ -78,7 +78,13 @@ from trawl.stages.traps import one_per_url
 from trawl.stages.updatedb import admitted_links, discovered_links, link_sources, look_up
 from trawl.store.schemas import CRAWLDB_SCHEMA, DOMAINLINKS_SCHEMA, FETCH_SCHEMA, HOSTDB_SCHEMA
 from trawl.store.session import build_spark
-from trawl.store.tables import ensure_all, read_segment_table, read_table, table_path
+from trawl.store.tables import (
+    ensure_all,
+    read_segment_table,
+    read_table,
+    table_path,
+    write_segment_table,
+)
 from trawl.url.keys import host_bucket, host_of, registered_domain, url_fingerprint
 from trawl.url.normalize import normalize
 
@@ -738,7 +744,7 @@ def run_size(
     at = T0 + timedelta(hours=1)
     upd_ctx = JobContext(spark, cfg, root, segment_id(at), at)
     pages = fetch_frame(spark, root, n, args.segment_urls, args.hosts, args.outlinks)
-    pages.write.format("delta").mode("overwrite").save(f"{root}/segments/{upd_ctx.segment}/fetch")
+    write_segment_table(pages, root, upd_ctx.segment, "fetch")
     out["detect"] = new_url_detection(upd_ctx, mem)
     out["updatedb"] = merged(
         mem, upd_ctx, "updatedb", run_updatedb, ["fetch_rows", "new_urls", "hosts"]

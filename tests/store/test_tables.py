@@ -134,3 +134,73 @@ def test_replacing_nothing_with_nothing_commits_nothing(spark: Any, tmp_path: Pa
     replace_rows(empty, root, "rejected", where, rows=0)  # the re-run found none
     assert version() == before + 2
     assert read_table(spark, root, "rejected").count() == 0
+
+
+def test_segment_tables_are_parquet_complete_only_with_their_marker(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A segment table is plain Parquet made visible by a marker written
+    last: files without it (a run that died mid-write) are no table, and the
+    re-run replaces them whole."""
+    from trawl.store.schemas import FETCHLIST_SCHEMA
+    from trawl.store.tables import (
+        SEGMENT_COMPLETE,
+        read_segment_table,
+        segment_exists,
+        segment_path,
+        write_segment_table,
+    )
+
+    root = str(tmp_path / "crawl")
+    seg = "20261130T000000Z"
+    path = Path(segment_path(root, seg, "fetchlist"))
+    assert not segment_exists(spark, root, seg, "fetchlist")
+
+    def rows(*urls: str) -> Any:
+        values = [{**dict.fromkeys(FETCHLIST_SCHEMA.fieldNames()), "url": u, "host": "a.example"}
+                  for u in urls]  # fmt: skip
+        return spark.createDataFrame([tuple(v.values()) for v in values], FETCHLIST_SCHEMA)
+
+    # a run that died after its files, before its marker
+    rows("http://a.example/stale").write.parquet(str(path))
+    assert not segment_exists(spark, root, seg, "fetchlist")
+
+    write_segment_table(rows("http://a.example/1", "http://a.example/2"), root, seg, "fetchlist")
+    assert segment_exists(spark, root, seg, "fetchlist")
+    assert (path / SEGMENT_COMPLETE).is_file() and not (path / "_delta_log").exists()
+    table = read_segment_table(spark, root, seg, "fetchlist")
+    assert table.schema == FETCHLIST_SCHEMA
+    assert sorted(r["url"] for r in table.collect()) == ["http://a.example/1", "http://a.example/2"]
+
+    write_segment_table(rows("http://a.example/3"), root, seg, "fetchlist")  # a re-run
+    assert [r["url"] for r in read_segment_table(spark, root, seg, "fetchlist").collect()] == [
+        "http://a.example/3"
+    ]
+
+
+def test_a_segment_an_older_trawl_wrote_as_delta_reads_and_is_replaced(
+    spark: Any, tmp_path: Path
+) -> None:
+    from trawl.store.schemas import FETCH_SCHEMA
+    from trawl.store.tables import (
+        read_segment_table,
+        segment_exists,
+        segment_path,
+        write_segment_table,
+    )
+
+    root = str(tmp_path / "crawl")
+    seg = "20261130T000000Z"
+    path = segment_path(root, seg, "fetch")
+    old = spark.createDataFrame([("http://a.example/", "page")], "url string, kind string")
+    old.write.format("delta").save(path)  # an older segment: Delta, fewer columns
+    assert segment_exists(spark, root, seg, "fetch")
+    (row,) = read_segment_table(spark, root, seg, "fetch").collect()
+    assert row["url"] == "http://a.example/" and row["content_sha256"] is None
+
+    fresh = read_segment_table(spark, root, seg, "fetch").select(*FETCH_SCHEMA.fieldNames())
+    write_segment_table(fresh.localCheckpoint(), root, seg, "fetch")
+    assert not Path(path, "_delta_log").exists()
+    assert [r["url"] for r in read_segment_table(spark, root, seg, "fetch").collect()] == [
+        "http://a.example/"
+    ]

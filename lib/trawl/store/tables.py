@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from trawl.store import deltars
 from trawl.store.files import CrawlRoot, check_segment_id
@@ -308,33 +308,79 @@ def read_seed_lines(
     return lines
 
 
+# A segment table is complete once this file is in its folder (see
+# ``write_segment_table``); Parquet readers skip names starting with "_".
+SEGMENT_COMPLETE = "_TRAWL_COMPLETE"
+
+
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """``path``'s Hadoop file system (the one Spark writes through) and path."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jpath = jvm.org.apache.hadoop.fs.Path(path)
+    return jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jpath
+
+
 def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> str:
-    """Replace the segment's table whole (idempotent re-runs)."""
+    """Replace the segment's table whole (idempotent re-runs).
+
+    Plain Parquet, as Nutch's segments are plain files: a segment table is
+    written once by one job and never merged into, so Delta's log, commit
+    and snapshot (a few Spark jobs per write and per first read, seconds of
+    every small cycle) buy nothing a marker does not. The marker
+    (``SEGMENT_COMPLETE``) is removed first and written last: a run that
+    dies half-way leaves a folder without it, which ``segment_exists`` does
+    not count and the re-run replaces. A segment written by an older trawl
+    as a Delta table is read as one and replaced the same way."""
+    spark = df.sparkSession
     schema = SEGMENT_TABLES[name]
     path = segment_path(root, segment, name)
+    fs, folder = _hadoop_path(spark, path)
+    marker = folder.suffix(f"/{SEGMENT_COMPLETE}")
+    fs.delete(marker, False)
     ordered = df.select(*[f.name for f in schema.fields])
-    (ordered.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path))
+    ordered.write.mode("overwrite").parquet(path)
+    out = fs.create(marker, True)
+    out.write(bytearray(f'{{"table": "{name}", "format": "parquet"}}\n', "ascii"))
+    out.close()
     return path
 
 
 def read_segment_table(spark: SparkSession, root: str, segment: str, name: str) -> DataFrame:
-    """A segment's table; one written by an older trawl reads with the
-    columns added since as nulls (a segment fetched before an upgrade still
-    goes through updatedb)."""
+    """A segment's table; one written by an older trawl (a Delta table, or
+    one without the columns added since) reads with those columns as nulls
+    (a segment fetched before an upgrade still goes through updatedb)."""
     from pyspark.sql import functions as F
 
-    frame = spark.read.format("delta").load(segment_path(root, segment, name))
+    path = segment_path(root, segment, name)
     schema = SEGMENT_TABLES.get(name)
+    if schema is None or _segment_format(spark, path) == "delta":
+        frame = spark.read.format("delta").load(path)
+    else:
+        # the schema given: no job to read it from the files' footers, and
+        # a column an older file lacks reads as null
+        frame = spark.read.schema(schema).parquet(path)
     have = set(frame.columns)
     for missing in (f for f in (schema.fields if schema else []) if f.name not in have):
         frame = frame.withColumn(missing.name, F.lit(None).cast(missing.dataType))
     return frame
 
 
-def segment_exists(spark: SparkSession, root: str, segment: str, name: str) -> bool:
-    from delta.tables import DeltaTable
+def _segment_format(spark: SparkSession, path: str) -> str | None:
+    """How a segment table was written whole: "parquet" (its marker),
+    "delta" (a first commit: an older trawl's segment), None (not, or not
+    yet: no table)."""
+    fs, folder = _hadoop_path(spark, path)
+    if fs.exists(folder.suffix(f"/{SEGMENT_COMPLETE}")):
+        return "parquet"
+    if fs.exists(folder.suffix("/_delta_log/00000000000000000000.json")):
+        return "delta"
+    return None
 
-    return bool(DeltaTable.isDeltaTable(spark, segment_path(root, segment, name)))
+
+def segment_exists(spark: SparkSession, root: str, segment: str, name: str) -> bool:
+    """The segment's table was written whole."""
+    return _segment_format(spark, segment_path(root, segment, name)) is not None
 
 
 def fetched_segments(spark: SparkSession, root: str, wanted: Sequence[str] = ()) -> list[str]:
