@@ -8,13 +8,14 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from trawl.config import Config
-from trawl.stages.common import StageContext
+from trawl.stages.common import StageContext, materialize
+from trawl.store import deltars
 from trawl.store.files import CrawlRoot
 from trawl.store.tables import counted as counted_in
-from trawl.store.tables import ensure_all, segment_exists
+from trawl.store.tables import ensure_all, read_table, segment_exists
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,30 @@ def fetched_segment(ctx: JobContext, merges: bool = False) -> None:
         tables_ready(ctx)
     else:
         ensure_all(ctx.spark, ctx.root)
+
+
+# A table this small on disk (Parquet, compressed) is read into memory once
+# by a job that scans it many times before it writes (``read_whole``).
+SMALL_TABLE_BYTES = 16 * 2**20
+
+
+def read_whole(ctx: JobContext, name: str) -> tuple[DataFrame, list[DataFrame]]:
+    """Table ``name`` for a job that reads it in several queries before its
+    own commits, and the frames to ``release`` when the job is done.
+
+    A table under ``SMALL_TABLE_BYTES`` is read once and kept in memory
+    (``materialize``): each Delta scan with a filter costs a Spark job over
+    the table's file list before any row is read, and a small cycle's
+    generate scanned crawldb a dozen times. A bigger table is the Delta
+    table itself: holding it would cost more memory than its scans cost
+    jobs. Either way the rows are one snapshot, taken before the job's
+    writes; a job that must see its own commits reads the table again."""
+    table = read_table(ctx.spark, ctx.root, name)
+    try:
+        state = deltars.table_state(ctx.files, name)
+    except deltars.SmallTableError:
+        state = None
+    if state is None or state[1] >= SMALL_TABLE_BYTES:
+        return table, []
+    kept = materialize(table)
+    return kept, [kept]

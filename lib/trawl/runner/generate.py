@@ -8,8 +8,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from trawl.runner.common import JobContext, counted, say, tables_ready
-from trawl.stages.common import concurrently
+from trawl.runner.common import JobContext, counted, read_whole, say, tables_ready
+from trawl.stages.common import concurrently, release
 from trawl.stages.generate import generate, mark_generated
 from trawl.store.tables import (
     merge,
@@ -32,9 +32,8 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
             write_counters(ctx.files, ctx.segment, "generate", generate_counters(stats))
         return generate_result(ctx, stats)
     spark, root = ctx.spark, ctx.root
-    crawldb, hostdb, policy, domainlinks = (
-        read_table(spark, root, n) for n in ("crawldb", "hostdb", "policy", "domainlinks")
-    )
+    (crawldb, held), (hostdb, held_hosts) = read_whole(ctx, "crawldb"), read_whole(ctx, "hostdb")
+    policy, domainlinks = (read_table(spark, root, n) for n in ("policy", "domainlinks"))
     generated = generate(crawldb, hostdb, policy, domainlinks, ctx.stage)
     write_segment_table(generated.fetchlist, root, ctx.segment, "fetchlist")
     written = read_segment_table(spark, root, ctx.segment, "fetchlist")
@@ -43,6 +42,7 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
     if marks is not None:
         merge(spark, root, marks)
     generated.release()
+    release(*held, *held_hosts)
     counters = [*generate_counters(stats), ("generate/deferred/budget", deferred)]
     write_counters(ctx.files, ctx.segment, "generate", counters)
     return generate_result(ctx, stats)

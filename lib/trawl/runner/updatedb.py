@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from trawl.runner.common import JobContext, fetched_segment
+from trawl.runner.common import JobContext, fetched_segment, read_whole
 from trawl.stages.common import concurrently, materialize, release
 from trawl.stages.updatedb import hostdb_changes, updatedb
 from trawl.store.tables import (
@@ -25,9 +25,8 @@ def run_updatedb(ctx: JobContext) -> dict[str, Any]:
     fetched_segment(ctx, merges=True)
     spark, root = ctx.spark, ctx.root
     fetch = read_segment_table(spark, root, ctx.segment, "fetch")
-    crawldb, hostdb, hostparams, domainlinks = (
-        read_table(spark, root, n) for n in ("crawldb", "hostdb", "hostparams", "domainlinks")
-    )
+    (crawldb, held), (hostdb, held_hosts) = read_whole(ctx, "crawldb"), read_whole(ctx, "hostdb")
+    hostparams, domainlinks = (read_table(spark, root, n) for n in ("hostparams", "domainlinks"))
     out = updatedb(fetch, crawldb, hostdb, hostparams, domainlinks, ctx.stage)
     report = out.report
     # Each write is its own commit and none reads what another writes: hostdb,
@@ -40,7 +39,7 @@ def run_updatedb(ctx: JobContext) -> dict[str, Any]:
         lambda: append_new(ctx, out.hostparams, "hostparams"),
         lambda: merge(spark, root, out.crawldb),
     )
-    release(*out.held)
+    release(*out.held, *held, *held_hosts)
     write_counters(ctx.files, ctx.segment, "updatedb", report.counters())
     return {
         "segment": ctx.segment,
