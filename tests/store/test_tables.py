@@ -5,8 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trawl.store.schemas import CRAWLDB_SCHEMA
-from trawl.store.tables import _ENSURED, compact, ensure_table, read_table, use_deletion_vectors
+from trawl.store.schemas import CRAWLDB_SCHEMA, FETCH_SCHEMA, FETCHLIST_SCHEMA
+from trawl.store.tables import (
+    _ENSURED,
+    SEGMENT_COMPLETE,
+    compact,
+    ensure_table,
+    read_segment_table,
+    read_table,
+    segment_exists,
+    segment_path,
+    use_deletion_vectors,
+    write_segment_table,
+)
 
 
 def test_an_older_crawldb_gains_the_new_columns_and_keeps_its_rows(
@@ -142,15 +153,6 @@ def test_segment_tables_are_parquet_complete_only_with_their_marker(
     """A segment table is plain Parquet made visible by a marker written
     last: files without it (a run that died mid-write) are no table, and the
     re-run replaces them whole."""
-    from trawl.store.schemas import FETCHLIST_SCHEMA
-    from trawl.store.tables import (
-        SEGMENT_COMPLETE,
-        read_segment_table,
-        segment_exists,
-        segment_path,
-        write_segment_table,
-    )
-
     root = str(tmp_path / "crawl")
     seg = "20261130T000000Z"
     path = Path(segment_path(root, seg, "fetchlist"))
@@ -181,14 +183,6 @@ def test_segment_tables_are_parquet_complete_only_with_their_marker(
 def test_a_segment_an_older_trawl_wrote_as_delta_reads_and_is_replaced(
     spark: Any, tmp_path: Path
 ) -> None:
-    from trawl.store.schemas import FETCH_SCHEMA
-    from trawl.store.tables import (
-        read_segment_table,
-        segment_exists,
-        segment_path,
-        write_segment_table,
-    )
-
     root = str(tmp_path / "crawl")
     seg = "20261130T000000Z"
     path = segment_path(root, seg, "fetch")
