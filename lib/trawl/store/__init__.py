@@ -1,5 +1,6 @@
 """The one I/O layer under the crawl root: the Spark session, the table
-schemas, every read, write, MERGE and commit of the Delta tables, segment
+schemas, every read, write, MERGE and commit of the Delta tables (the
+small-table path through delta-rs in ``deltars``), the Parquet segment
 tables, counters, the crawl lease and the operator's policy table.
 
 The stages build frames and MERGE plans; this package executes them. May
