@@ -43,3 +43,14 @@ def test_testweb_serves_the_traps_only_when_asked() -> None:
 def test_at_without_zone_is_utc() -> None:
     args = build_parser().parse_args(["generate", "--at", "2026-11-30T12:00:00"])
     assert args.at.utcoffset().total_seconds() == 0
+
+
+def test_the_demo_takes_its_web_size_and_cycles(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["demo"])
+    assert (args.hosts, args.cycles) == (60, 3)
+    assert build_parser().parse_args(["demo", "--hosts", "300"]).hosts == 300
+    for bad in (["demo", "--hosts", "0"], ["demo", "--cycles", "x"]):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(bad)
+        assert exit_.value.code == 2
+    assert "at least 1" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,15 @@ def test_leaving_beside_waits_for_what_was_submitted_even_on_error() -> None:
         pool.submit(side)
         raise RuntimeError("main line failed")
     assert finished == ["side"]
+
+
+def test_the_calls_run_with_the_callers_spark_local_properties(spark: Any) -> None:
+    """A job a call starts on a helper thread carries what the caller set
+    (its job group, description, scheduler pool, a bench's stage tag)."""
+    sc = spark.sparkContext
+    sc.setLocalProperty("trawl.test.tag", "stage-x")
+    try:
+        seen = concurrently(lambda: sc.getLocalProperty("trawl.test.tag"), lambda: 1)
+    finally:
+        sc.setLocalProperty("trawl.test.tag", None)
+    assert seen == ["stage-x", 1]
