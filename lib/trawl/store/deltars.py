@@ -45,7 +45,6 @@ __all__ = [
     "read_rows",
     "replace_rows",
     "table_state",
-    "table_uri",
 ]
 
 # The tables whose rows this path writes, with their Spark schemas.
@@ -56,24 +55,15 @@ class SmallTableError(RuntimeError):
     """delta-rs could not read or write a table (the message says which and why)."""
 
 
-def table_uri(root: CrawlRoot, name: str) -> str:
-    """Table ``name`` under ``root`` as delta-rs names it."""
-    return root.delta_uri(name)
-
-
-def _options(root: CrawlRoot) -> dict[str, str] | None:
-    return root.delta_options()
-
-
 def _failed(verb: str, uri: str, exc: BaseException) -> SmallTableError:
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return SmallTableError(f"cannot {verb} the Delta table at {uri}: {first}")
 
 
 def _open(root: CrawlRoot, name: str) -> DeltaTable | None:
-    uri = table_uri(root, name)
+    uri = root.delta_uri(name)
     try:
-        return DeltaTable(uri, storage_options=_options(root))
+        return DeltaTable(uri, storage_options=root.delta_options())
     except TableNotFoundError:
         return None
     except Exception as exc:  # delta-rs raises several kinds (protocol, I/O, parse)
@@ -92,7 +82,7 @@ def ensure(
     Two runs creating it at once both succeed: the second finds it made."""
     table = _open(root, name)
     if table is None:
-        uri = table_uri(root, name)
+        uri = root.delta_uri(name)
         try:
             DeltaTable.create(
                 uri,
@@ -100,7 +90,7 @@ def ensure(
                 partition_by=list(partitions) or None,
                 mode="ignore",
                 configuration=dict(properties or {}) or None,
-                storage_options=_options(root),
+                storage_options=root.delta_options(),
             )
         except Exception as exc:  # lost a race to create it: open what the winner made
             if _open(root, name) is None:
@@ -108,7 +98,7 @@ def ensure(
         table = _open(root, name)
         if table is None:
             raise SmallTableError(f"cannot create the Delta table at {uri}")
-    uri = table_uri(root, name)
+    uri = root.delta_uri(name)
     try:
         columns = [field.name for field in table.schema().fields]
         return columns, dict(table.metadata().configuration)
@@ -127,13 +117,13 @@ def replace_rows(root: CrawlRoot, name: str, rows: Sequence[Sequence[Any]], wher
         [pa.array(list(col), type=f.type) for col, f in zip(columns, schema, strict=True)],
         schema=schema,
     )
-    uri = table_uri(root, name)
+    uri = root.delta_uri(name)
     try:
         if _open(root, name) is None:
-            write_deltalake(uri, batch, mode="append", storage_options=_options(root))
+            write_deltalake(uri, batch, mode="append", storage_options=root.delta_options())
         else:
             write_deltalake(
-                uri, batch, mode="overwrite", predicate=where, storage_options=_options(root)
+                uri, batch, mode="overwrite", predicate=where, storage_options=root.delta_options()
             )
     except SmallTableError:
         raise
@@ -147,7 +137,7 @@ def read_rows(root: CrawlRoot, name: str, **equal: str) -> list[dict[str, Any]]:
     table = _open(root, name)
     if table is None:
         return []
-    uri = table_uri(root, name)
+    uri = root.delta_uri(name)
     try:
         dataset = table.to_pyarrow_dataset()
         condition = None
@@ -165,7 +155,7 @@ def table_state(root: CrawlRoot, name: str) -> tuple[dict[str, str], int] | None
     table = _open(root, name)
     if table is None:
         return None
-    uri = table_uri(root, name)
+    uri = root.delta_uri(name)
     try:
         properties = dict(table.metadata().configuration)
         actions = pa.table(table.get_add_actions(flatten=True))
