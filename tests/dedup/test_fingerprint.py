@@ -142,7 +142,7 @@ def test_short_texts_get_no_fingerprint() -> None:
 
 
 def test_page_fingerprint_computes_what_the_method_needs() -> None:
-    dedup = DedupConfig()
+    dedup = DedupConfig(method="simhash", minhash_perm=PERM)
     text = " ".join(VOCAB[:100])
     fp = page_fingerprint(text, dedup)
     assert fp == PageFingerprint(100, simhash_of(text), None)
@@ -230,7 +230,7 @@ def fetch_rows(base: str, *overrides: str) -> dict[str, dict[str, Any]]:
 
 
 def test_fetched_html_pages_carry_their_fingerprints(server: str) -> None:
-    rows = fetch_rows(server)
+    rows = fetch_rows(server, 'dedup.method="simhash"')
     article = rows["/article"]
     main = parse_page(FULL_PAGE.encode(), "text/html", [], "trawl").main_text
     assert article["simhash"] == to_signed(simhash_of(main))

@@ -4,6 +4,7 @@ none beyond, with hot keys salted, incrementally, and the clusters."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from typing import Any
 
@@ -54,7 +55,7 @@ def test_join_finds_exactly_the_brute_force_pairs(spark: Any) -> None:
     from trawl.stages.dedup import near_pairs
 
     fps = planted(3000, seed=1)
-    pairs = near_pairs(frame(spark, fps), None, DedupConfig())
+    pairs = near_pairs(frame(spark, fps), None, DedupConfig(method="simhash"))
     got = found(pairs)
     assert got == brute_force(fps, 3)
     assert len(got) >= 180  # the planted partners 1-3 bits away (0 bits: the same node)
@@ -66,7 +67,7 @@ def test_other_block_counts_find_the_same_pairs(spark: Any, blocks: int) -> None
     from trawl.stages.dedup import near_pairs
 
     fps = planted(1000, seed=2)
-    cfg = DedupConfig(simhash_blocks=blocks)
+    cfg = DedupConfig(method="simhash", simhash_blocks=blocks)
     assert found(near_pairs(frame(spark, fps), None, cfg)) == brute_force(fps, 3)
 
 
@@ -74,7 +75,7 @@ def test_hot_keys_are_salted_without_losing_pairs(spark: Any) -> None:
     from trawl.stages.dedup import _side, near_pairs, salted_join, simhash_keys
 
     fps = planted(500, seed=3, hot=300)
-    cfg = DedupConfig(hot_key_rows=20)
+    cfg = DedupConfig(method="simhash", hot_key_rows=20)
     keys = simhash_keys(frame(spark, fps), cfg)
     joined = salted_join(_side(keys, "a_"), _side(keys, "b_"), cfg.hot_key_rows)
     assert joined.agg({"salt": "max"}).first()[0] >= 10  # the hot key was split
@@ -88,7 +89,9 @@ def test_incremental_join_finds_the_pairs_of_the_new_fingerprints(spark: Any) ->
     rng = random.Random(5)
     new = set(rng.sample(fps, 300))
     stored = [f for f in fps if f not in new]
-    got = found(near_pairs(frame(spark, sorted(new)), frame(spark, stored), DedupConfig()))
+    got = found(
+        near_pairs(frame(spark, sorted(new)), frame(spark, stored), DedupConfig(method="simhash"))
+    )
     want = {p for p in brute_force(fps, 3) if int(p[0][2:]) in new or int(p[1][2:]) in new}
     assert got == want and want
 
@@ -103,9 +106,51 @@ def test_minhash_pairs_by_estimated_jaccard(spark: Any) -> None:
     other = [rng.getrandbits(62) for _ in range(128)]
     rows = [("c:a", base), ("c:b", near), ("c:c", far), ("c:d", other)]
     df = spark.createDataFrame(rows, "node string, minhash array<long>")
-    pairs = near_pairs(df, None, DedupConfig(method="minhash")).collect()
+    dedup = DedupConfig(method="minhash", minhash_perm=128, minhash_bands=32)
+    pairs = near_pairs(df, None, dedup).collect()
     assert [(r["a"], r["b"]) for r in pairs] == [("c:a", "c:b")]
     assert pairs[0]["similarity"] == pytest.approx(120 / 128)
+
+
+def test_minhash_pairs_new_against_stored_match_brute_force(spark: Any) -> None:
+    """Key rows carry no signature: the candidates get theirs after the
+    join, from the new side or the stored one, and every pair at or above
+    the threshold with a new node is found (brute force over all nodes)."""
+    from trawl.stages.dedup import candidate_pairs, near_pairs
+
+    rng = random.Random(8)
+    dedup = DedupConfig(method="minhash", minhash_perm=128, minhash_bands=32, minhash_threshold=0.6)
+    sigs: dict[str, list[int]] = {}
+    for family in range(12):
+        base = [rng.getrandbits(32) for _ in range(128)]
+        for member in range(3):  # copies with 0, 10 and 25 in 100 positions their own
+            share = (0.0, 0.1, 0.25)[member]
+            sigs[f"c:{family:02d}{member}"] = [
+                rng.getrandbits(32) if rng.random() < share else v for v in base
+            ]
+    names = sorted(sigs)
+    new = [n for i, n in enumerate(names) if i % 2 == 0]
+    stored = [n for n in names if n not in new]
+
+    def frame(nodes: list[str]) -> Any:
+        return spark.createDataFrame(
+            [(n, sigs[n]) for n in nodes], "node string, minhash array<long>"
+        )
+
+    pairs = near_pairs(frame(new), frame(stored), dedup).collect()
+    got = {(r["a"], r["b"]) for r in pairs}
+
+    def similar(a: str, b: str) -> bool:
+        return sum(x == y for x, y in zip(sigs[a], sigs[b], strict=True)) / 128 >= 0.6
+
+    want = {
+        (a, b) for a, b in itertools.combinations(names, 2)
+        if (a in new or b in new) and similar(a, b)
+    }  # fmt: skip
+    assert got == want and len(want) >= 12
+    assert all(r["similarity"] >= 0.6 for r in pairs)
+    keys = candidate_pairs(frame(new), frame(stored), dedup)
+    assert set(keys.columns) == {"a_nid", "b_nid"}  # no signatures, no id strings
 
 
 def test_components_join_chains_and_keep_apart_the_rest(spark: Any) -> None:
@@ -124,7 +169,7 @@ def test_config_checks_the_pigeonhole() -> None:
 
     with pytest.raises(ConfigError, match="max_distance"):
         load_config(None, ["dedup.max_distance=5", "dedup.simhash_blocks=5"], environ={})
-    assert dataclasses.asdict(load_config(None, [], environ={}).dedup)["method"] == "simhash"
+    assert dataclasses.asdict(load_config(None, [], environ={}).dedup)["method"] == "minhash"
 
 
 def test_updatedb_follows_no_links_of_a_known_duplicate_refetched_unchanged(spark: Any) -> None:

@@ -103,7 +103,7 @@ def first_segment(
     below read it, and the last two run further jobs on it, in file order."""
     from trawl.runner import JobContext, run_dedup
 
-    cfg = load_config(None, [], environ={})
+    cfg = load_config(None, ['dedup.method="simhash"'], environ={})  # nodes by simhash
     root = str(tmp_path_factory.mktemp("dedup") / "crawl")
     write_crawl(spark, root, cfg, PAGES, S1, T1, fresh=True)
     result = run_dedup(JobContext(spark, cfg, root, S1, T1))

@@ -1,11 +1,13 @@
 """Near-duplicate families in the test web: what is served, and the ground truth.
 
 One small web (seed 44: 20 hosts on 5 IPs, six families with syndicated
-copies, print versions, session-id URLs, exact copies and near-misses) is
-served for the module. Requests go over real HTTP to the host's pinned
-loopback address with a Host header, as a crawler using the written hosts
-file would, and pages are read with a small HTML parser that sorts their
-text into the article and the template around it.
+copies, print versions, session-id URLs, exact copies, edited copies and
+near-misses of both kinds) is served for the module. Requests go over real
+HTTP to the host's pinned loopback address with a Host header, as a crawler
+using the written hosts file would, and pages are read with a small HTML
+parser that sorts their text into the article and the template around it.
+The edits and the near-misses' shared paragraphs are also checked on a
+larger web (40 families) that is generated but not served.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 import re
 from collections import Counter, deque
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from datetime import timedelta
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
@@ -25,12 +28,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from trawl import config
+from trawl.parse.html import parse_page
 from trawl.testweb import EPOCH, TestWeb, WebModel
 from trawl.testweb.__main__ import DUP_FAMILIES
-from trawl.testweb.dups import SESSION_PARAMS, add_families
-from trawl.testweb.model import make_url
-from trawl.testweb.prose import MAX_WORDS, MIN_WORDS
-from trawl.testweb.records import Article, HostInfo, Page
+from trawl.testweb.dups import ON_ORIGIN, SESSION_PARAMS, add_families
+from trawl.testweb.model import PAIR_KINDS, make_url
+from trawl.testweb.prose import MAX_WORDS, MIN_WORDS, sentences
+from trawl.testweb.records import EDIT_KINDS, Article, HostInfo, Page
 from trawl.testweb.render import respond
 
 SEED = 44
@@ -45,6 +49,12 @@ def dups_model(seed: int = SEED, families: int = FAMILIES) -> WebModel:
 @pytest.fixture(scope="module")
 def model() -> WebModel:
     return dups_model()
+
+
+@pytest.fixture(scope="module")
+def big() -> WebModel:
+    """40 families on 60 hosts: enough for every kind of edit and near-miss."""
+    return WebModel.generate(SEED, hosts=60, ips=15, pages_per_host=(5, 20), dup_families=40)
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +139,10 @@ def role(model: WebModel, url: str) -> str:
     return article_of(model, url)[2].role
 
 
+def edit(model: WebModel, url: str) -> str:
+    return article_of(model, url)[2].edit
+
+
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
@@ -138,8 +152,26 @@ def shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
     return {tuple(w[i : i + n]) for i in range(len(w) - n + 1)}
 
 
-def jaccard(a: set[object], b: set[object]) -> float:
+def jaccard(a: AbstractSet[object], b: AbstractSet[object]) -> float:
     return len(a & b) / len(a | b)
+
+
+def shared_paragraphs(model: WebModel) -> set[str]:
+    """Paragraphs in the texts of more than one article (a family, or a
+    near-miss): the paragraphs sites repeat under several articles."""
+    owners: dict[str, set[str]] = {}
+    for host in model.hosts:
+        for page in host.pages:
+            if page.article is not None:
+                owner = page.article.family or host.name + page.path
+                for paragraph in page.text.split("\n"):
+                    owners.setdefault(paragraph, set()).add(owner)
+    return {paragraph for paragraph, found in owners.items() if len(found) > 1}
+
+
+def prose(page: Page, shared: set[str]) -> str:
+    """The article's own text: ``page.text`` without the shared paragraphs."""
+    return "\n".join(p for p in page.text.split("\n") if p not in shared)
 
 
 def served_digest(model: WebModel) -> str:
@@ -237,7 +269,8 @@ def test_ground_truth_lists_every_member_once_original_first(model: WebModel) ->
         assert roles[0] == "original" and roles.count("original") == 1
         assert roles.count("print") == 1 and "syndicated" in roles
         assert {article_of(model, u)[2].family for u in urls} == {family}
-        assert len({split(u)[0] for u in urls}) == 1 + roles.count("syndicated")
+        away = [u for u in urls if role(model, u) == "edited" and edit(model, u) not in ON_ORIGIN]
+        assert len({split(u)[0] for u in urls}) == 1 + roles.count("syndicated") + len(away)
     assert set(near.values()) <= set(families) and len(near) >= FAMILIES // 2
     assert {r for urls in families.values() for r in map(lambda u: role(model, u), urls)} == {
         "original",
@@ -245,6 +278,7 @@ def test_ground_truth_lists_every_member_once_original_first(model: WebModel) ->
         "print",
         "session",
         "copy",
+        "edited",
     }
 
 
@@ -276,7 +310,8 @@ def stories(model: WebModel) -> list[Page]:
 
 
 def test_articles_are_news_length_text_drawn_zipf_like(model: WebModel) -> None:
-    texts = [p.text for p in stories(model)]
+    shared = shared_paragraphs(model)
+    texts = [prose(p, shared) for p in stories(model)]
     assert len(texts) >= FAMILIES + 3
     assert all(MIN_WORDS <= len(t.split()) <= MAX_WORDS for t in texts)
     counts = Counter(w for t in texts for w in words(t))
@@ -292,7 +327,8 @@ def test_articles_are_news_length_text_drawn_zipf_like(model: WebModel) -> None:
 
 
 def test_articles_differ_in_text_not_only_in_word_order(model: WebModel) -> None:
-    texts = [p.text for p in stories(model)]
+    shared = shared_paragraphs(model)
+    texts = [prose(p, shared) for p in stories(model)]
     for a, b in itertools.combinations(texts, 2):
         assert jaccard(set(shingles(a)), set(shingles(b))) < 0.1
         assert jaccard(set(words(a)), set(words(b))) < 0.7  # a permutation would be 1.0
@@ -410,9 +446,187 @@ def test_near_misses_share_the_template_not_the_text(model: WebModel, web: TestW
             for page, u in ((a, url), (b, twin))
         ]
         assert pattern[0] == pattern[1] != a.fields["title"]  # one title pattern, two headlines
-        assert jaccard(shingles(" ".join(a.article)), shingles(" ".join(b.article))) < 0.1
+        own = [[p for p in x.article if p not in y.article] for x, y in ((a, b), (b, a))]
+        assert len(own[0]) >= len(a.article) - 1  # at most a paragraph of the site's in common
+        assert jaccard(shingles(" ".join(own[0])), shingles(" ".join(own[1]))) < 0.1
         template_words = set(words(" ".join(a.other))) & set(words(" ".join(b.other)))
         assert len(template_words) >= 60  # what a template fingerprint would pair them on
+
+
+# -- edited copies --------------------------------------------------------------------
+
+
+def sentence_list(text: str) -> list[str]:
+    return [s for paragraph in text.split("\n") for s in sentences(paragraph)]
+
+
+def edited_pages(model: WebModel) -> list[tuple[str, Page, Page]]:
+    """(url, edited page, its family's original) for every edited copy."""
+    families = model.duplicate_families()
+    out = []
+    for urls in families.values():
+        original = article_of(model, urls[0])[1]
+        out += [(u, article_of(model, u)[1], original) for u in urls if role(model, u) == "edited"]
+    return out
+
+
+def test_edited_copies_change_a_word_to_a_tenth_of_the_sentences(big: WebModel) -> None:
+    """Counted in sentences of the original's own prose (its site's shared
+    paragraph left out): a replaced sentence is one removed and one added, so
+    the sentences an edit touched are the larger of the two counts."""
+    shared = shared_paragraphs(big)
+    shares = []
+    for _, page, original in edited_pages(big):
+        before, after = Counter(sentence_list(original.text)), Counter(sentence_list(page.text))
+        removed, added = sum((before - after).values()), sum((after - before).values())
+        n = len(sentence_list(prose(original, shared)))
+        touched = max(removed, added)
+        assert 1 <= touched <= max(1, round(0.1 * n)), (page.path, touched, n)
+        assert words(page.text) != words(original.text)  # at least a word
+        assert page.title == original.title and page.article is not None
+        shares.append(touched / n)
+    assert len(shares) >= 30 and max(shares) > 0.07 and min(shares) < 0.04  # the whole range
+
+
+def changed_words(a: str, b: str) -> int:
+    """Positions at which two sentences of one length differ (-1: lengths differ)."""
+    x, y = a.split(), b.split()
+    return sum(p != q for p, q in zip(x, y, strict=True)) if len(x) == len(y) else -1
+
+
+def test_each_kind_of_edit_changes_what_it_says(big: WebModel) -> None:
+    shared = shared_paragraphs(big)
+    kinds: Counter[str] = Counter()
+    for _, page, original in edited_pages(big):
+        assert page.article is not None
+        kind = page.article.edit
+        kinds[kind] += 1
+        before, after = sentence_list(original.text), sentence_list(page.text)
+        removed = [s for s in before if s not in after]
+        added = [s for s in after if s not in before]
+        if kind == "correction":  # a few words of one sentence, maybe a note
+            assert len(removed) == 1 and 1 <= len(added) <= 2
+            assert 1 <= changed_words(removed[0], added[0]) <= 3
+            assert all(re.search(r"misstated|correct", note) for note in added[1:])
+        elif kind == "update":  # sentences replaced, maybe one added
+            assert removed and len(added) - len(removed) in (0, 1)
+        elif kind == "trimmed":  # the end of the prose cut, maybe a couple swapped
+            own = sentence_list(prose(original, shared))
+            tail = next(n for n in range(len(own)) if own[-1 - n] not in removed)
+            assert tail >= 1 and len(removed) - tail <= len(added) <= min(2, len(removed) - 1)
+        else:  # extended: an intro or a comment, nothing removed
+            assert kind == "extended" and not removed and 1 <= len(added) <= 2
+            assert after[: len(added)] == added or after[-len(added) :] == added
+    assert set(kinds) == set(EDIT_KINDS) and min(kinds.values()) >= 5
+
+
+def test_most_families_have_edited_copies_where_the_web_puts_them(big: WebModel) -> None:
+    families = big.duplicate_families()
+    with_edits = 0
+    for urls in families.values():
+        origin = article_of(big, urls[0])
+        edited = [u for u in urls if role(big, u) == "edited"]
+        with_edits += bool(edited)
+        others = {split(u)[0] for u in urls if u not in edited}
+        for url in edited:
+            host, page, article = article_of(big, url)
+            if article.edit in ON_ORIGIN:  # the origin's site, a URL of its own
+                assert host == origin[0] and article.template == origin[2].template
+                assert page.path.endswith("-corrected.html") == (article.edit == "correction")
+                assert page.path.startswith("/updates/") == (article.edit == "update")
+            else:  # an aggregator: a host with no other member of the family
+                assert host.name not in others
+            assert article.published > origin[2].published
+            source = page.links[article.slots.index("source")]
+            assert (source.host, source.path) == (origin[0].name, origin[1].path)
+    assert with_edits >= 0.6 * len(families)
+
+
+# -- near-misses that share a paragraph ------------------------------------------------
+
+
+def test_boilerplate_near_misses_share_one_paragraph_not_the_article(big: WebModel) -> None:
+    families = big.duplicate_families()
+    kinds = big.near_miss_kinds()
+    assert Counter(kinds.values())["boilerplate"] >= 10 and "topic" in kinds.values()
+    for url, family in big.near_miss_pages().items():
+        host, page, near = article_of(big, url)
+        origin, original, article = article_of(big, families[family][0])
+        common = set(page.text.split("\n")) & set(original.text.split("\n"))
+        if kinds[url] == "topic":
+            assert not common and not near.boilerplate
+            continue
+        assert len(common) == 1 and near.boilerplate == article.boilerplate
+        (paragraph,) = common
+        assert 75 <= len(paragraph.split()) <= 100
+        assert host == origin and (near.template, near.topic) == (article.template, article.topic)
+        if near.boilerplate == "bio":
+            assert near.byline == article.byline and paragraph.startswith("About the author")
+        assert page.text.split("\n").index(paragraph) in (
+            0,
+            2,
+            len(page.text.split("\n")) - 1,
+        )  # start, after the second paragraph, end
+        assert jaccard(shingles(page.text, 3), shingles(original.text, 3)) < 0.2
+        own = [prose(p, common) for p in (page, original)]
+        assert jaccard(shingles(own[0], 3), shingles(own[1], 3)) < 0.05
+        for member in families[family]:  # every member carries it, edited or not
+            assert paragraph in article_of(big, member)[1].text.split("\n")
+
+
+def test_a_shared_paragraph_is_main_text_of_both_pages(model: WebModel, web: TestWeb) -> None:
+    families = model.duplicate_families(web.port)
+    checked = 0
+    for url, kind in model.near_miss_kinds(web.port).items():
+        if kind != "boilerplate":
+            continue
+        original = families[model.near_miss_pages(web.port)[url]][0]
+        texts = []
+        for u in (url, original):
+            body = fetch(web, u)[2]
+            texts.append(parse_page(body, "text/html", {}, AGENT).main_text.split("\n"))
+            assert dressing(body).article == article_of(model, u)[1].text.split("\n")
+        assert len(set(texts[0]) & set(texts[1])) == 1
+        checked += 1
+    assert checked >= 2
+
+
+# -- kinds of true pairs -----------------------------------------------------------
+
+
+def test_pair_kinds_cover_the_pairs_by_precedence(big: WebModel) -> None:
+    kinds = big.duplicate_pair_kinds(8080)
+    assert set(kinds) == big.duplicate_pairs(8080)
+    assert set(kinds.values()) == set(PAIR_KINDS)
+    for (a, b), kind in kinds.items():
+        roles = {role(big, a), role(big, b)}
+        if "edited" in roles:
+            assert kind == "edited"
+        elif "print" in roles:
+            assert kind == "print"
+        elif "session" in roles:
+            assert kind == "session"
+        elif "syndicated" in roles:
+            assert kind == "retemplated"
+        else:
+            assert roles == {"original", "copy"} and kind == "exact"
+    exact = {
+        (min(a, b), max(a, b))
+        for group in big.exact_copies(8080)
+        for a, b in itertools.combinations(group, 2)
+    }
+    assert exact == {pair for pair, kind in kinds.items() if kind == "exact"}
+
+
+def test_edits_and_shared_paragraphs_are_drawn_from_the_seed(big: WebModel) -> None:
+    again = WebModel.generate(SEED, hosts=60, ips=15, pages_per_host=(5, 20), dup_families=40)
+    assert again == big
+    assert again.duplicate_pair_kinds() == big.duplicate_pair_kinds()
+    assert again.near_miss_kinds() == big.near_miss_kinds()
+    other = WebModel.generate(SEED + 1, hosts=60, ips=15, pages_per_host=(5, 20), dup_families=40)
+    assert other.duplicate_pair_kinds() != big.duplicate_pair_kinds()
+    texts = [{p.text for _, p, _ in edited_pages(m)} for m in (big, other)]
+    assert not texts[0] & texts[1]
 
 
 # -- reachability, robots and sitemaps ----------------------------------------------

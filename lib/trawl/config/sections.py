@@ -188,14 +188,14 @@ class ScheduleConfig:
 
 @dataclass(frozen=True)
 class DedupConfig:
-    method: str = "simhash"
+    method: str = "minhash"
     max_distance: int = 3
     simhash_blocks: int = 5
     shingle_words: int = 3
     min_words: int = 30
-    minhash_perm: int = 128
-    minhash_bands: int = 32
-    minhash_threshold: float = 0.8
+    minhash_perm: int = 64
+    minhash_bands: int = 16
+    minhash_threshold: float = 0.6
     hot_key_rows: int = 2_000
     compare_order: tuple[str, ...] = ("https", "score", "url_length", "fetch_time")
     score_factor: float = 0.1

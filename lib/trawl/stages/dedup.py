@@ -56,6 +56,10 @@ from trawl.store.tables import Merge
 # (a first big batch, the benchmark) go through the salted shuffle join.
 BROADCAST_NEW_ROWS = 100_000
 MAX_LABEL_ROUNDS = 50
+# The share of a join side's key rows sampled to find its hot keys
+# (``salted_join``), and the sample's seed (the same split on every run).
+HOT_SAMPLE = 0.05
+HOT_SEED = 29
 # The fetch columns a content keeps from its first fetch, earliest first.
 FIRST_FETCH = ("fetched_at", "url", "host", "simhash", "minhash", "text_words",
                "warc_file", "warc_offset", "warc_length")  # fmt: skip
@@ -144,7 +148,12 @@ def simhash_keys(nodes: DataFrame, dedup: DedupConfig) -> DataFrame:
 
 
 def minhash_keys(nodes: DataFrame, dedup: DedupConfig) -> DataFrame:
-    """(t, k, node, minhash): one row per LSH band (a hash of the band's values)."""
+    """(t, k, nid): one row per LSH band (a hash of the band's values), the
+    node named by ``nid``, a 64-bit hash of its id. Neither the signature
+    nor the id string is carried: a node has ``minhash_bands`` key rows, and
+    copying a ``minhash_perm``-long array (or a 66-character id) into each
+    would multiply what the join moves; the candidates get both back once
+    they are paired (``_with_signatures``)."""
     rows = dedup.minhash_perm // dedup.minhash_bands
     keyed = F.array(*[
         F.struct(F.lit(t).alias("t"),
@@ -153,8 +162,8 @@ def minhash_keys(nodes: DataFrame, dedup: DedupConfig) -> DataFrame:
     ])  # fmt: skip
     return (
         nodes.filter(F.size("minhash") == dedup.minhash_perm)
-        .select(F.explode(keyed).alias("key"), "node", "minhash")
-        .select("key.t", "key.k", "node", "minhash")
+        .select(F.explode(keyed).alias("key"), F.xxhash64("node").alias("nid"))
+        .select("key.t", "key.k", "nid")
     )
 
 
@@ -165,17 +174,24 @@ def _side(keys: DataFrame, prefix: str) -> DataFrame:
 def salted_join(left: DataFrame, right: DataFrame, hot_key_rows: int) -> DataFrame:
     """Equi-join of key rows on (t, k), hot keys split over salts: a key with n
     rows on the right is spread over ceil(n / hot_key_rows) salts there and
-    its left rows are copied to every salt, so each pair meets exactly once."""
+    its left rows are copied to every salt, so each pair meets exactly once.
+
+    The hot keys and their n are estimated from a ``HOT_SAMPLE`` share of the
+    right side's rows, not counted over all of them (that would be one more
+    shuffle of every key row): any salting gives the same pairs, and an
+    estimate off by a few percent only moves the split a little. A key of
+    ``hot_key_rows`` rows has about ``HOT_SAMPLE * hot_key_rows`` (100 at the
+    defaults) in the sample."""
+    sampled = right.sample(fraction=HOT_SAMPLE, seed=HOT_SEED)
     hot = (
-        right.groupBy("t", "k")
-        .agg(F.count("*").alias("n"))
+        sampled.groupBy("t", "k")
+        .agg((F.count("*") / HOT_SAMPLE).alias("n"))
         .filter(F.col("n") > hot_key_rows)
         .select("t", "k", F.ceil(F.col("n") / hot_key_rows).cast("int").alias("salts"))
     )
     salts = F.coalesce(F.col("salts"), F.lit(1))
-    r = right.join(F.broadcast(hot), ["t", "k"], "left").withColumn(
-        "salt", F.pmod(F.xxhash64("b_node"), salts)
-    )
+    spread = F.xxhash64(*right.columns[2:])  # the row's node (its id, or hash, and fingerprint)
+    r = right.join(F.broadcast(hot), ["t", "k"], "left").withColumn("salt", F.pmod(spread, salts))
     fan_out = F.explode(F.sequence(F.lit(0).cast("long"), (salts - 1).cast("long")))
     lft = left.join(F.broadcast(hot), ["t", "k"], "left").withColumn("salt", fan_out)
     return lft.drop("salts").join(r.drop("salts"), ["t", "k", "salt"])
@@ -209,19 +225,67 @@ def near_pairs(new: DataFrame, stored: DataFrame | None, dedup: DedupConfig) -> 
     """Pairs of distinct nodes within the threshold with at least one node in
     ``new``. Both frames have ``node`` and ``simhash`` / ``minhash``; ``new``
     has one row per node, ``stored`` holds no node of ``new``'s contents."""
+    pairs = candidate_pairs(new, stored, dedup)
+    if dedup.method == "minhash":
+        pairs = _with_signatures(pairs, new, stored)
+    return _verified(pairs, dedup).dropDuplicates(["a", "b"])
+
+
+def candidate_pairs(new: DataFrame, stored: DataFrame | None, dedup: DedupConfig) -> DataFrame:
+    """The wide first stage of ``near_pairs``: every two nodes sharing a
+    search key, the first from ``new``; a pair sharing several keys is here
+    once per key. Under simhash (a_node, a_simhash, b_node, b_simhash); under
+    MinHash (a_nid, b_nid), the nodes' hashes (``minhash_keys``)."""
     keys: Callable[[DataFrame, DedupConfig], DataFrame]
     keys = simhash_keys if dedup.method == "simhash" else minhash_keys
     new_keys = keys(new, dedup)
     within = salted_join(_side(new_keys, "a_"), _side(new_keys, "b_"), dedup.hot_key_rows)
-    pairs = _verified(within.filter(F.col("a_node") < F.col("b_node")), dedup)
+    paired = [c for c in within.columns if c.startswith(("a_", "b_"))]
+    first, second = (c for c in paired if c.endswith(("_node", "_nid")))
+    candidates = within.filter(F.col(first) < F.col(second)).select(*paired)
     if stored is not None:
         a, b = _side(new_keys, "a_"), _side(keys(stored, dedup), "b_")
         if new.count() <= BROADCAST_NEW_ROWS:
             across = b.join(F.broadcast(a), ["t", "k"])
         else:
             across = salted_join(a, b, dedup.hot_key_rows)
-        pairs = pairs.unionByName(_verified(across, dedup))
-    return pairs.dropDuplicates(["a", "b"])
+        candidates = candidates.unionByName(across.select(*paired))
+    return candidates
+
+
+def _with_signatures(candidates: DataFrame, new: DataFrame, stored: DataFrame | None) -> DataFrame:
+    """Each MinHash candidate pair once, as (a_node, a_minhash, b_node,
+    b_minhash): ``a_nid`` names a new node, ``b_nid`` a new or a stored one.
+
+    Only the signatures of nodes in a candidate pair are joined: their ids
+    (at most one per node, 8 bytes each) are broadcast to pick them out of
+    ``new`` and ``stored``, so the join moves a signature per paired node
+    rather than every node's. The pairs are computed once (a local
+    checkpoint, freed with the frame). Two nodes whose ids hash alike (about one pair
+    in 10**7 among a million nodes) both come back, and the check drops the
+    wrong pairing."""
+    # computed once here: the ids and both joins read it
+    pairs = candidates.select("a_nid", "b_nid").distinct().localCheckpoint(eager=True)
+    ids = pairs.select(F.col("a_nid").alias("nid")).unionByName(
+        pairs.select(F.col("b_nid").alias("nid"))
+    )
+    signed = new.select("node", "minhash")
+    if stored is not None:
+        signed = signed.unionByName(stored.select("node", "minhash"))
+    paired = signed.withColumn("nid", F.xxhash64("node")).join(
+        F.broadcast(ids.distinct()), "nid", "left_semi"
+    )
+    a = paired.select(
+        F.col("nid").alias("a_nid"),
+        F.col("node").alias("a_node"),
+        F.col("minhash").alias("a_minhash"),
+    )
+    b = paired.select(
+        F.col("nid").alias("b_nid"),
+        F.col("node").alias("b_node"),
+        F.col("minhash").alias("b_minhash"),
+    )
+    return pairs.join(a, "a_nid").join(b, "b_nid").drop("a_nid", "b_nid")
 
 
 # --- clusters ---------------------------------------------------------------------
@@ -336,7 +400,10 @@ def new_contents(
     assert totals is not None
     report.contents, report.new_contents = totals[0], totals[1] or 0
     new = seg.filter("is_new").drop("is_new")
-    pairs = materialize(near_pairs(new.dropDuplicates(["node"]), earlier, cfg))
+    # a node is one content under MinHash; under simhash several contents
+    # can share one
+    nodes = new.dropDuplicates(["node"]) if cfg.method == "simhash" else new
+    pairs = materialize(near_pairs(nodes, earlier, cfg))
     report.new_pairs = pairs.count()
     cols = {c: f"s.{c}" for c in new.columns}
     merge = Merge("content", new, "t.content_sha256 = s.content_sha256", inserts=((None, cols),))

@@ -14,14 +14,16 @@ web serves at a logical time (``trawl.testweb.changes``); the link graph
 never changes, so ``reachable`` holds at every time. With ``dup_families``
 the web also publishes near-duplicate families (``trawl.testweb.dups``), and
 the model answers which URLs are one article, which are byte-identical and
-which merely look alike, so a deduplication can be scored. Two pieces of live
-state ride along outside equality: the ``RateLimiter`` the server consults
-for throttled hosts, and the ``ChangeHistory`` of change instants drawn so
-far (a cache: the instants follow from the seed).
+which merely look alike, so a deduplication can be scored, and of what kind
+each true pair and each near-miss is, so the score can be split by kind.
+Two pieces of live state ride along outside equality: the ``RateLimiter``
+the server consults for throttled hosts, and the ``ChangeHistory`` of
+change instants drawn so far (a cache: the instants follow from the seed).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,6 +49,29 @@ from trawl.testweb.limiter import RateLimiter
 from trawl.testweb.records import ARTICLE_ROLES, Article, HostInfo, Page
 
 DEFAULT_AGENT = "trawl"
+#: Kinds of true duplicate pairs, by what sets the two pages apart, in order
+#: of precedence: a pair with an "edited" member is "edited" (the texts
+#: differ), else with a print version "print" (template gone), else with a
+#: session-id URL "session" (same template, own token, ad and comment count),
+#: else with a syndicated copy "retemplated" (same text, other template);
+#: what is left is an original and its byte-identical copy, "exact".
+PAIR_KINDS = ("edited", "print", "session", "retemplated", "exact")
+_PAIR_KIND_OF_ROLE = {
+    "edited": "edited",
+    "print": "print",
+    "session": "session",
+    "syndicated": "retemplated",
+}
+#: Kinds of near-misses: another article on the family's topic in its
+#: template ("topic"), or one that also shares a paragraph of the site's
+#: boilerplate with the family's text ("boilerplate").
+NEAR_MISS_KINDS = ("topic", "boilerplate")
+
+
+def pair_kind(role_a: str, role_b: str) -> str:
+    """The ``PAIR_KINDS`` entry of a true pair whose pages have these roles."""
+    kinds = {_PAIR_KIND_OF_ROLE.get(role_a), _PAIR_KIND_OF_ROLE.get(role_b)}
+    return next((kind for kind in PAIR_KINDS if kind in kinds), "exact")
 
 
 def make_url(host: str, path: str, port: int) -> str:
@@ -293,17 +318,26 @@ class WebModel:
         """Family id ("dup-000") -> absolute URLs of every member, the original first.
 
         Members are the pages that serve the family's article: the original,
-        its syndicated copies, its print version, its session-id URLs and its
-        exact copy, in that order of roles (then in model order). Near-misses
-        are not members (``near_miss_pages``).
+        its syndicated copies, its print version, its session-id URLs, its
+        exact copy and its edited copies, in that order of roles (then in
+        model order). Near-misses are not members (``near_miss_pages``).
         """
-        members: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        return {
+            family: [url for url, _ in members]
+            for family, members in self._family_members(port).items()
+        }
+
+    def _family_members(self, port: int) -> dict[str, list[tuple[str, str]]]:
+        """Family id -> (URL, role) of every member, ordered as ``duplicate_families``."""
+        members: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
         for host, page, article in self._articles():
             if article.family:
-                rank = ARTICLE_ROLES.index(article.role)
-                members[article.family].append((rank, make_url(host.name, page.path, port)))
-        ordered = sorted(members.items())
-        return {f: [url for _, url in sorted(m, key=lambda m: m[0])] for f, m in ordered}
+                rank, url = ARTICLE_ROLES.index(article.role), make_url(host.name, page.path, port)
+                members[article.family].append((rank, url, article.role))
+        return {
+            family: [(url, role) for _, url, role in sorted(found, key=lambda m: m[0])]
+            for family, found in sorted(members.items())
+        }
 
     def exact_copies(self, port: int = 80) -> list[list[str]]:
         """Groups of family members that serve byte-identical bodies (an original
@@ -314,6 +348,16 @@ class WebModel:
                 key = (host.name, article.copy_of or page.path)
                 groups[key].append(make_url(host.name, page.path, port))
         return [urls for urls in groups.values() if len(urls) > 1]
+
+    def near_miss_kinds(self, port: int = 80) -> dict[str, str]:
+        """URL of each near-miss -> its ``NEAR_MISS_KINDS`` entry: "boilerplate"
+        if its text carries a paragraph of the site that a member of its family
+        carries too, else "topic"."""
+        return {
+            make_url(host.name, page.path, port): "boilerplate" if article.boilerplate else "topic"
+            for host, page, article in self._articles()
+            if article.role == "near-miss"
+        }
 
     def near_miss_pages(self, port: int = 80) -> dict[str, str]:
         """URL of each near-miss -> the family whose template, topic and title
@@ -334,3 +378,13 @@ class WebModel:
             for b in urls
             if a < b
         }
+
+    def duplicate_pair_kinds(self, port: int = 80) -> dict[tuple[str, str], str]:
+        """Each pair of ``duplicate_pairs`` -> its ``PAIR_KINDS`` entry, from the
+        roles of its two pages (``pair_kind``: edited > print > session >
+        retemplated > exact)."""
+        kinds: dict[tuple[str, str], str] = {}
+        for members in self._family_members(port).values():
+            for (a, role_a), (b, role_b) in itertools.combinations(members, 2):
+                kinds[(min(a, b), max(a, b))] = pair_kind(role_a, role_b)
+        return kinds

@@ -23,6 +23,7 @@ function of (seed, article id).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -334,3 +335,16 @@ def headline(rng: random.Random, topic: Topic) -> str:
     else:
         text = f"{rng.randint(3, 9)} things to know about the {adjective} {thing} {noun}"
     return _cap(text.strip())
+
+
+_SENTENCE_END = re.compile(r'(?<=\.) (?=["A-Z])')
+
+
+def sentences(paragraph: str) -> tuple[str, ...]:
+    """The sentences of a paragraph of ``sentence`` output, in order.
+
+    Every sentence ends with a full stop and the next begins with a capital or
+    a quote; no sentence has a full stop followed by a space inside it (numbers
+    are spelled "2.5"), so the split is exact.
+    """
+    return tuple(_SENTENCE_END.split(paragraph)) if paragraph else ()

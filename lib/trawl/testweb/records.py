@@ -37,8 +37,17 @@ INDEX_PATH = "/sitemap_index.xml"
 CHILD_PATHS = ("/sitemaps/1.xml.gz", "/sitemaps/2.txt")
 #: roles of an article page: first publication, copy on another host in its
 #: template, print version, session-id URL of the original, byte-identical
-#: copy at another URL, and an unrelated article dressed like a family's.
-ARTICLE_ROLES = ("original", "syndicated", "print", "session", "copy", "near-miss")
+#: copy at another URL, a copy whose text was edited (``EDIT_KINDS``), and an
+#: unrelated article dressed like a family's.
+ARTICLE_ROLES = ("original", "syndicated", "print", "session", "copy", "edited", "near-miss")
+#: how an "edited" page's text differs from the original's
+#: (``trawl.testweb.edits``): a correction or an update on the origin host,
+#: an aggregator's copy with its end trimmed or with a comment added.
+EDIT_KINDS = ("correction", "update", "trimmed", "extended")
+#: paragraphs a site repeats inside the text of several articles
+#: (``trawl.testweb.boilerplate``): an author's bio, a
+#: disclosure, a newsletter pitch.
+BOILERPLATE_KINDS = ("bio", "disclaimer", "newsletter")
 #: what each link of an article page is, so the template can place it.
 ARTICLE_SLOTS = ("nav", "related", "footer", "print", "source", "back")
 
@@ -78,7 +87,10 @@ class Article:
     variants of one article. ``slots`` and ``anchors`` say, for each link of
     the page in order, where the template puts it and its anchor text.
     ``session`` is the "name=token" a session-id variant carries; ``copy_of``
-    the path of the page a "copy" repeats byte for byte.
+    the path of the page a "copy" repeats byte for byte; ``edit`` the
+    ``EDIT_KINDS`` entry of an "edited" page; ``boilerplate`` the
+    ``BOILERPLATE_KINDS`` entry of the site's paragraph the text carries (""
+    for none), which makes a near-miss a boilerplate-sharing one.
     """
 
     family: str
@@ -94,6 +106,8 @@ class Article:
     session: str = ""
     copy_of: str = ""
     resembles: str = ""
+    edit: str = ""
+    boilerplate: str = ""
 
 
 @dataclass(frozen=True)
