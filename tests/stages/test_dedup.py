@@ -51,11 +51,17 @@ def found(pairs: Any) -> set[tuple[str, str]]:
     return {(r["a"], r["b"]) for r in pairs.collect()}
 
 
-def test_join_finds_exactly_the_brute_force_pairs(spark: Any) -> None:
+# near_pairs' two paths: a small increment's key rows broadcast to one scan,
+# and the shuffle join with hot keys salted
+PATHS = pytest.mark.parametrize("broadcast_rows", [100_000, 0], ids=["broadcast", "shuffle"])
+
+
+@PATHS
+def test_join_finds_exactly_the_brute_force_pairs(spark: Any, broadcast_rows: int) -> None:
     from trawl.stages.dedup import near_pairs
 
     fps = planted(3000, seed=1)
-    pairs = near_pairs(frame(spark, fps), None, DedupConfig(method="simhash"))
+    pairs = near_pairs(frame(spark, fps), None, DedupConfig(method="simhash"), broadcast_rows)
     got = found(pairs)
     assert got == brute_force(fps, 3)
     assert len(got) >= 180  # the planted partners 1-3 bits away (0 bits: the same node)
@@ -79,10 +85,13 @@ def test_hot_keys_are_salted_without_losing_pairs(spark: Any) -> None:
     keys = simhash_keys(frame(spark, fps), cfg)
     joined = salted_join(_side(keys, "a_"), _side(keys, "b_"), cfg.hot_key_rows)
     assert joined.agg({"salt": "max"}).first()[0] >= 10  # the hot key was split
-    assert found(near_pairs(frame(spark, fps), None, cfg)) == brute_force(fps, 3)
+    assert found(near_pairs(frame(spark, fps), None, cfg, 0)) == brute_force(fps, 3)
 
 
-def test_incremental_join_finds_the_pairs_of_the_new_fingerprints(spark: Any) -> None:
+@PATHS
+def test_incremental_join_finds_the_pairs_of_the_new_fingerprints(
+    spark: Any, broadcast_rows: int
+) -> None:
     from trawl.stages.dedup import near_pairs
 
     fps = planted(2000, seed=4)
@@ -90,8 +99,11 @@ def test_incremental_join_finds_the_pairs_of_the_new_fingerprints(spark: Any) ->
     new = set(rng.sample(fps, 300))
     stored = [f for f in fps if f not in new]
     got = found(
-        near_pairs(frame(spark, sorted(new)), frame(spark, stored), DedupConfig(method="simhash"))
-    )
+        near_pairs(
+            frame(spark, sorted(new)), frame(spark, stored), DedupConfig(method="simhash"),
+            broadcast_rows,
+        )
+    )  # fmt: skip
     want = {p for p in brute_force(fps, 3) if int(p[0][2:]) in new or int(p[1][2:]) in new}
     assert got == want and want
 
@@ -112,7 +124,10 @@ def test_minhash_pairs_by_estimated_jaccard(spark: Any) -> None:
     assert pairs[0]["similarity"] == pytest.approx(120 / 128)
 
 
-def test_minhash_pairs_new_against_stored_match_brute_force(spark: Any) -> None:
+@PATHS
+def test_minhash_pairs_new_against_stored_match_brute_force(
+    spark: Any, broadcast_rows: int
+) -> None:
     """Key rows carry no signature: the candidates get theirs after the
     join, from the new side or the stored one, and every pair at or above
     the threshold with a new node is found (brute force over all nodes)."""
@@ -137,7 +152,7 @@ def test_minhash_pairs_new_against_stored_match_brute_force(spark: Any) -> None:
             [(n, sigs[n]) for n in nodes], "node string, minhash array<long>"
         )
 
-    pairs = near_pairs(frame(new), frame(stored), dedup).collect()
+    pairs = near_pairs(frame(new), frame(stored), dedup, broadcast_rows).collect()
     got = {(r["a"], r["b"]) for r in pairs}
 
     def similar(a: str, b: str) -> bool:
@@ -149,7 +164,7 @@ def test_minhash_pairs_new_against_stored_match_brute_force(spark: Any) -> None:
     }  # fmt: skip
     assert got == want and len(want) >= 12
     assert all(r["similarity"] >= 0.6 for r in pairs)
-    keys = candidate_pairs(frame(new), frame(stored), dedup)
+    keys = candidate_pairs(frame(new), frame(stored), dedup, broadcast_rows)
     assert set(keys.columns) == {"a_nid", "b_nid"}  # no signatures, no id strings
 
 

@@ -221,36 +221,47 @@ def _verified(candidates: DataFrame, dedup: DedupConfig) -> DataFrame:
     ).filter(F.col("a") != F.col("b"))
 
 
-def near_pairs(new: DataFrame, stored: DataFrame | None, dedup: DedupConfig) -> DataFrame:
+def near_pairs(
+    new: DataFrame, stored: DataFrame | None, dedup: DedupConfig,
+    broadcast_rows: int = BROADCAST_NEW_ROWS,
+) -> DataFrame:  # fmt: skip
     """Pairs of distinct nodes within the threshold with at least one node in
     ``new``. Both frames have ``node`` and ``simhash`` / ``minhash``; ``new``
     has one row per node, ``stored`` holds no node of ``new``'s contents."""
-    pairs = candidate_pairs(new, stored, dedup)
+    pairs = candidate_pairs(new, stored, dedup, broadcast_rows)
     if dedup.method == "minhash":
         pairs = _with_signatures(pairs, new, stored)
     return _verified(pairs, dedup).dropDuplicates(["a", "b"])
 
 
-def candidate_pairs(new: DataFrame, stored: DataFrame | None, dedup: DedupConfig) -> DataFrame:
+def candidate_pairs(
+    new: DataFrame, stored: DataFrame | None, dedup: DedupConfig,
+    broadcast_rows: int = BROADCAST_NEW_ROWS,
+) -> DataFrame:  # fmt: skip
     """The wide first stage of ``near_pairs``: every two nodes sharing a
     search key, the first from ``new``; a pair sharing several keys is here
     once per key. Under simhash (a_node, a_simhash, b_node, b_simhash); under
-    MinHash (a_nid, b_nid), the nodes' hashes (``minhash_keys``)."""
+    MinHash (a_nid, b_nid), the nodes' hashes (``minhash_keys``).
+
+    The key rows of ``new`` and ``stored`` are one frame, each row flagged
+    new or not, joined once with ``new``'s: up to ``broadcast_rows`` new
+    nodes, their key rows are broadcast to one scan of all of them; above,
+    the join is a shuffle with hot keys salted (``salted_join``)."""
     keys: Callable[[DataFrame, DedupConfig], DataFrame]
     keys = simhash_keys if dedup.method == "simhash" else minhash_keys
-    new_keys = keys(new, dedup)
-    within = salted_join(_side(new_keys, "a_"), _side(new_keys, "b_"), dedup.hot_key_rows)
-    paired = [c for c in within.columns if c.startswith(("a_", "b_"))]
-    first, second = (c for c in paired if c.endswith(("_node", "_nid")))
-    candidates = within.filter(F.col(first) < F.col(second)).select(*paired)
+    new_keys = keys(new, dedup).withColumn("new", F.lit(True))
+    every = new_keys
     if stored is not None:
-        a, b = _side(new_keys, "a_"), _side(keys(stored, dedup), "b_")
-        if new.count() <= BROADCAST_NEW_ROWS:
-            across = b.join(F.broadcast(a), ["t", "k"])
-        else:
-            across = salted_join(a, b, dedup.hot_key_rows)
-        candidates = candidates.unionByName(across.select(*paired))
-    return candidates
+        every = every.unionByName(keys(stored, dedup).withColumn("new", F.lit(False)))
+    if new.count() <= broadcast_rows:
+        joined = _side(every, "b_").join(F.broadcast(_side(new_keys, "a_")), ["t", "k"])
+    else:
+        joined = salted_join(_side(new_keys, "a_"), _side(every, "b_"), dedup.hot_key_rows)
+    paired = [c for c in joined.columns if c.startswith(("a_", "b_")) and c[2:] != "new"]
+    first, second = (c for c in paired if c.endswith(("_node", "_nid")))
+    # a pair of two new nodes is found from both sides: kept once
+    once = ~F.col("b_new") | (F.col(first) < F.col(second))
+    return joined.filter(once).select(*paired)
 
 
 def _with_signatures(candidates: DataFrame, new: DataFrame, stored: DataFrame | None) -> DataFrame:
