@@ -233,6 +233,27 @@ def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
     assert all(not r["internal_errors"] for r in stats["segments"])  # counted, and none
 
 
+def test_inject_names_a_url_crawldb_knew_from_a_link(crawl: Crawl, tmp_path: Path) -> None:
+    """A known URL injected again becomes a seed (its host is trusted with a
+    budget of its own); injecting it once more changes nothing. (Last of the
+    shared crawl's tests: it changes a crawldb row.)"""
+    from pyspark.sql import functions as F
+
+    crawldb = read_table(crawl.spark, crawl.root, "crawldb")
+    linked = crawldb.filter((F.col("source") == "outlink") & (F.col("depth") > 0)).first()
+    assert linked is not None
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(linked["url"] + "\n")
+    first = run_inject(crawl.ctx(0), [str(seeds)])
+    assert (first["accepted"], first["named"], first["duplicates"]) == (0, 1, 1)
+    row = read_table(crawl.spark, crawl.root, "crawldb").filter(F.col("url") == linked["url"])
+    assert [(r["source"], r["depth"], r["status"]) for r in row.collect()] == [
+        ("seed", 0, linked["status"])
+    ]
+    again = run_inject(crawl.ctx(0), [str(seeds)])
+    assert (again["accepted"], again["named"], again["duplicates"]) == (0, 0, 1)
+
+
 def test_cycle_command_injects_and_runs_cycles(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

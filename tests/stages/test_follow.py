@@ -24,7 +24,7 @@ pytestmark = pytest.mark.crawl  # Spark crawls of the test web
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 CHOSEN = "host string, host_bucket int, group string, domain string, url_fp bigint, " \
-    "host_cap int, group_cap int, domain_cap int"  # fmt: skip
+    "host_cap int, group_cap int, domain_cap int, budget_group string, budget_cap int"  # fmt: skip
 
 
 def test_each_host_gets_what_its_caps_leave(spark: Any) -> None:
@@ -33,15 +33,30 @@ def test_each_host_gets_what_its_caps_leave(spark: Any) -> None:
     # too many URLs of gets none.
     chosen = [
         # a and b share an address with room 10 - 3 chosen = 7: 4 and 3
-        ("a.one.com", 0, "ip1", "one.com", 1, 6, 10, 100),
-        ("a.one.com", 0, "ip1", "one.com", 2, 6, 10, 100),
-        ("b.two.com", 1, "ip1", "two.com", 3, 6, 10, 100),
+        ("a.one.com", 0, "ip1", "one.com", 1, 6, 10, 1000, "one.com", 100),
+        ("a.one.com", 0, "ip1", "one.com", 2, 6, 10, 1000, "one.com", 100),
+        ("b.two.com", 1, "ip1", "two.com", 3, 6, 10, 1000, "two.com", 100),
         # c's own cap: 6 - 1 = 5; d and e share the domain three.com, room 2: 1 and 1
-        ("c.other.com", 2, "ip2", "other.com", 4, 6, 100, 100),
-        ("d.three.com", 3, "ip3", "three.com", 5, 50, 100, 4),
-        ("e.three.com", 3, "ip4", "three.com", 6, 50, 100, 4),
-        ("big.com", 0, "ip5", "big.com", 7, 50, 100, 100),  # crawldb knows too many
-        ("full.com", 1, "ip6", "full.com", 8, 1, 100, 100),  # its cap is used up
+        ("c.other.com", 2, "ip2", "other.com", 4, 6, 100, 1000, "other.com", 100),
+        ("d.three.com", 3, "ip3", "three.com", 5, 50, 100, 1000, "three.com", 4),
+        ("e.three.com", 3, "ip4", "three.com", 6, 50, 100, 1000, "three.com", 4),
+        (
+            "big.com",
+            0,
+            "ip5",
+            "big.com",
+            7,
+            50,
+            100,
+            1000,
+            "big.com",
+            100,
+        ),  # crawldb knows too many
+        ("full.com", 1, "ip6", "full.com", 8, 1, 100, 1000, "full.com", 100),  # its cap is used up
+        # seeded hosts of one domain: each its own budget group, under the
+        # domain policy's cap of 5 (3 left: 2 and 1)
+        ("s1.seeds.com", 0, "ip7", "seeds.com", 9, 50, 100, 5, "host:s1.seeds.com", 1000),
+        ("s2.seeds.com", 1, "ip8", "seeds.com", 10, 50, 100, 5, "host:s2.seeds.com", 1000),
     ]
     known = [("a.one.com", 0, fp) for fp in (1, 2, 90)] + [("b.two.com", 1, 3)]
     known += [(h, b, fp) for h, b, fp in ((r[0], r[1], r[4]) for r in chosen[3:])]
@@ -56,7 +71,8 @@ def test_each_host_gets_what_its_caps_leave(spark: Any) -> None:
     quota = {r["host"]: r["follow_quota"] for r in out}
     assert quota == {
         "a.one.com": 4, "b.two.com": 3, "c.other.com": 5, "d.three.com": 1,
-        "e.three.com": 1, "big.com": None, "full.com": None,
+        "e.three.com": 1, "big.com": None, "full.com": None, "s1.seeds.com": 2,
+        "s2.seeds.com": 1,
     }  # fmt: skip
     rows_with_known = Counter(r["host"] for r in out if r["follow_known"] is not None)
     assert rows_with_known == Counter({h: 1 for h, q in quota.items() if q})

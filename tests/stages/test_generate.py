@@ -220,7 +220,11 @@ BUDGET_HOSTS = {
 }
 
 
-def _budget_crawldb(deferrals: int | None) -> list[dict[str, Any]]:
+def _budget_crawldb(
+    deferrals: int | None, named: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """``named``: host -> how its first page came (seed, sitemap, redirect);
+    the host's other pages are its outlinks."""
     rows = []
     for i, (host, count) in enumerate(BUDGET_HOSTS.items()):
         for j in range(count):
@@ -229,13 +233,16 @@ def _budget_crawldb(deferrals: int | None) -> list[dict[str, Any]]:
             row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=i % 4,
                        domain=registered_domain(host), status="unfetched", depth=0,
                        score=1.0 - j / 100, deferrals=deferrals)  # fmt: skip
+            if named and host in named:
+                row.update(source=named[host] if j == 0 else "outlink", depth=min(j, 1))
             rows.append(row)
     return rows
 
 
 def _budget_run(
-    spark: Any, tmp_path: Path, deferrals: int | None
-) -> tuple[Counter[str], list[Any]]:
+    spark: Any, tmp_path: Path, deferrals: int | None, named: dict[str, str] | None = None,
+    settings: tuple[str, ...] = (),
+) -> tuple[Counter[str], list[Any]]:  # fmt: skip
     from trawl.stages.generate import choose, over_budget
     from trawl.stages.ranking import rank_due
     from trawl.store.schemas import DOMAINLINKS_SCHEMA
@@ -246,7 +253,7 @@ def _budget_run(
         None,
         ["budget.min_pages=6", "budget.max_pages=25", "budget.pages_per_linking_domain=10",
          "budget.defer_s=3600", "budget.defer_max_s=36000", "generate.max_per_host=50",
-         "politeness.min_delay_s=0.1", f"dns.hosts_file={hosts}"],
+         "politeness.min_delay_s=0.1", f"dns.hosts_file={hosts}", *settings],
         environ={},
     )  # fmt: skip
     links = [(a, "popular.test", "s0", "s0") for a in ("a.test", "b.test", "c.test")]
@@ -257,20 +264,28 @@ def _budget_run(
     ]
     ctx = StageContext(cfg, "seg1", AT)
     ranked = rank_due(
-        spark.createDataFrame(_budget_crawldb(deferrals), CRAWLDB_SCHEMA),
+        spark.createDataFrame(_budget_crawldb(deferrals, named), CRAWLDB_SCHEMA),
         spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
         spark.createDataFrame([], POLICY_SCHEMA),
         ctx,
         spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
     )
-    chosen = Counter(r["domain"] for r in choose(ranked, ctx).select("domain").collect())
+    chosen = Counter(r["host"] for r in choose(ranked, ctx).select("host").collect())
     return chosen, over_budget(ranked, ctx).collect()
+
+
+def _by_domain(hosts: Counter[str]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for host, n in hosts.items():
+        out[registered_domain(host)] += n
+    return out
 
 
 def test_domain_budgets_follow_linking_domains_and_defer_the_rest(
     spark: Any, tmp_path: Path
 ) -> None:
-    chosen, deferred = _budget_run(spark, tmp_path, None)
+    hosts, deferred = _budget_run(spark, tmp_path, None)
+    chosen = _by_domain(hosts)
     # popular.test: 4 linking domains x 10 = 40, capped at max_pages 25
     assert chosen["popular.test"] == 25
     # the farm: one linking domain (popular.test) x 10 = 10 of its 40 pages
@@ -283,6 +298,50 @@ def test_domain_budgets_follow_linking_domains_and_defer_the_rest(
     day_after = {r["next_fetch_at"].replace(tzinfo=UTC) for r in deferred}
     assert day_after == {AT + timedelta(hours=1)}
     assert {r["deferrals"] for r in deferred} == {1}
+
+
+def test_hosts_the_operator_named_are_not_held_to_their_domains_budget(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Three farm hosts were seeded (one by its sitemap URL); the farm's own
+    # apex is where a seed redirected (same registered domain: trusted), and
+    # www.quiet.test is a redirect target no seed of its domain led to.
+    named = {"w0.farm.test": "seed", "w1.farm.test": "seed", "w2.farm.test": "sitemap",
+             "www.quiet.test": "redirect"}  # fmt: skip
+    hosts, deferred = _budget_run(spark, tmp_path, None, named)
+    seeded = ("w0.farm.test", "w1.farm.test", "w2.farm.test")
+    assert all(hosts[h] == 4 for h in seeded)  # every page: the seed floor is 1000
+    # the other seven farm hosts share the farm's STAR budget (10 of 28)
+    assert sum(n for h, n in hosts.items() if h.endswith("farm.test") and h not in seeded) == 10
+    deferred_hosts = Counter(r["url"].split("/")[2] for r in deferred)
+    assert not set(deferred_hosts) & set(seeded)
+    assert sum(deferred_hosts[h] for h in deferred_hosts if h.endswith("farm.test")) == 18
+    assert hosts["www.quiet.test"] == 5  # its own min_pages; a redirect alone names no host
+    # a seed floor below a host's due URLs limits it, and defers nothing
+    hosts, deferred = _budget_run(spark, tmp_path, None, named, ("budget.seed_host_pages=3",))
+    assert all(hosts[h] == 3 for h in seeded)
+    assert not {r["url"].split("/")[2] for r in deferred} & set(seeded)
+    # trust_seed_domains: every host of a seed's registered domain is trusted
+    hosts, deferred = _budget_run(spark, tmp_path, None, named, ("budget.trust_seed_domains=true",))
+    assert _by_domain(hosts)["farm.test"] == 40
+    assert not [r for r in deferred if r["url"].split("/")[2].endswith("farm.test")]
+
+
+def test_a_redirect_from_a_seed_names_its_target_within_the_domain(spark: Any) -> None:
+    from trawl.stages.ranking import trusted_hosts
+
+    rows = [("http://example.org/", "example.org", "seed", 0),
+            ("https://www.example.org/", "example.org", "redirect", 0),
+            ("https://elsewhere.net/", "elsewhere.net", "redirect", 0),
+            ("https://blog.example.org/", "example.org", "redirect", 2),
+            ("https://m.example.org/a", "example.org", "outlink", 1)]  # fmt: skip
+    crawldb = spark.createDataFrame(
+        [(u, u.split("/")[2], d, s, depth) for u, d, s, depth in rows],
+        "url string, host string, domain string, source string, depth int",
+    )
+    hosts, domains = trusted_hosts(crawldb)
+    assert sorted(r["host"] for r in hosts.collect()) == ["example.org", "www.example.org"]
+    assert [r["domain"] for r in domains.collect()] == ["example.org"]
 
 
 def test_deferrals_in_a_row_wait_longer(spark: Any, tmp_path: Path) -> None:

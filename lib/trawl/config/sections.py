@@ -165,6 +165,8 @@ class BudgetConfig:
     pages_per_linking_domain: int = 10
     defer_s: float = 86_400.0
     defer_max_s: float = 2_592_000.0
+    seed_host_pages: int = 1000
+    trust_seed_domains: bool = False
 
 
 @dataclass(frozen=True)

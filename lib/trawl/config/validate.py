@@ -161,6 +161,8 @@ def _validate_traps(traps: TrapsConfig, budget: BudgetConfig) -> None:
         )
     if not 0 < budget.defer_s <= budget.defer_max_s:
         raise ConfigError("budget: need 0 < defer_s <= defer_max_s")
+    if budget.seed_host_pages < 1:
+        raise ConfigError("budget: need seed_host_pages >= 1")
 
 
 def _validate_airflow(airflow: AirflowConfig) -> None:

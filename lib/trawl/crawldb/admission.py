@@ -21,6 +21,12 @@ from trawl.url.keys import host_bucket, host_of, registered_domain, url_fingerpr
 from trawl.url.normalize import normalize
 from trawl.url.resolution import UrlError
 
+# The sources of crawldb rows the operator named (at depth 0): inject's seed
+# lines and sitemap URLs. Their hosts are trusted with a budget of their own
+# (``budget.seed_host_pages``); outlinks, sitemap entries and redirects are not
+# (a redirect from a seed is trusted within its domain only).
+NAMED_SOURCES = ("seed", "sitemap")
+
 
 @dataclass(frozen=True)
 class SeedLine:

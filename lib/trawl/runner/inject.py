@@ -29,5 +29,6 @@ def run_inject(
         "lines": report.lines,
         "accepted": report.accepted,
         "duplicates": report.duplicates,
+        "named": report.named,
         "rejected": dict(report.rejected),
     }

@@ -20,7 +20,9 @@ score; then caps:
   other domain linking to it, from ``domainlinks``); and a global
   ``generate.top_n``. Due URLs over their domain's budget are deferred
   (``next_fetch_at`` put off at growing intervals, ``deferred_reason``
-  set), never dropped.
+  set), never dropped. A host the operator named (a seed's) is a budget
+  group of its own instead, ``budget.seed_host_pages`` a segment, on top of
+  its domain's budget and ``max_per_domain`` (``trawl.stages.ranking.rank_due``).
 
 Host groups (an address's hosts) are spread over fetch tasks by expected
 duration. The chosen crawldb rows are marked ``generated_segment``, and the
@@ -79,7 +81,9 @@ def select_fetchlist(
 def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     """The fetch list from ``rank_due``'s frame: within every domain cap, the
     best ``generate.top_n`` of all."""
-    chosen = ranked.filter(F.col("rank") <= F.col("domain_cap"))
+    chosen = ranked.filter(
+        (F.col("rank") <= F.col("domain_cap")) & (F.col("budget_rank") <= F.col("budget_cap"))
+    )
     return chosen.orderBy(*rank_order()).limit(ctx.cfg.generate.top_n).select(*_chosen_columns())
 
 
@@ -89,7 +93,9 @@ def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     Deferrals in a row double the wait (``trawl.crawldb.budgets.defer_interval_s``)."""
     b = ctx.cfg.budget
     over = ranked.filter(
-        (F.col("rank") > F.col("domain_cap")) & (F.col("budget") < F.col("static_domain_cap"))
+        ~F.col("trusted")
+        & (F.col("budget_rank") > F.col("budget_cap"))
+        & (F.col("budget") < F.col("static_domain_cap"))
     )
     deferrals = F.coalesce(F.col("deferrals"), F.lit(0))
     wait_s = F.least(
@@ -133,6 +139,8 @@ def _chosen_columns() -> list[Column | str]:
         "host_cap",
         "group_cap",
         "domain_cap",
+        "budget_group",
+        "budget_cap",
     ]
 
 
@@ -166,16 +174,18 @@ def with_follow_quota(chosen: DataFrame, crawldb: DataFrame, ctx: StageContext) 
     """
     if ctx.cfg.fetch.follow_depth <= 0:
         return _no_follow(chosen)
-    per_host = chosen.groupBy("host", "host_bucket", "group", "domain").agg(
+    per_host = chosen.groupBy("host", "host_bucket", "group", "domain", "budget_group").agg(
         F.count("*").alias("n"),
         F.first("host_cap").alias("host_cap"),
         F.first("group_cap").alias("group_cap"),
         F.first("domain_cap").alias("domain_cap"),
+        F.first("budget_cap").alias("budget_cap"),
     )
     quota = F.least(
         F.col("host_cap") - F.col("n"),
         _shares("group", "group_cap"),
         _shares("domain", "domain_cap"),
+        _shares("budget_group", "budget_cap"),
     )
     following = per_host.select("host", "host_bucket", quota.alias("q")).filter("q > 0")
     quotas = {r["host"]: (int(r["host_bucket"]), int(r["q"])) for r in following.collect()}

@@ -1,7 +1,10 @@
 """inject: seed files -> normalised, filtered URLs MERGEd into crawldb.
 
 Idempotent: a URL already in crawldb is left as it is (counted as a
-duplicate), so injecting the same file twice changes nothing the second time.
+duplicate), so injecting the same file twice changes nothing the second time
+-- except that a URL crawldb knew from a link becomes a seed (``source`` and
+depth 0, counted as ``named``): the operator named its host, which lifts the
+host's domain budget (``trawl.stages.ranking.trusted_hosts``).
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from trawl.crawldb.admission import SeedError, admit, parse_seed_line, url_filter
+from trawl.crawldb.admission import (
+    NAMED_SOURCES,
+    SeedError,
+    admit,
+    parse_seed_line,
+    url_filter,
+)
 from trawl.stages.common import StageContext, map_records, materialize
 from trawl.store.schemas import CRAWLDB_SCHEMA
 from trawl.store.tables import Merge
+
+KEY = ["host_bucket", "url_fp", "url"]
 
 # Candidate rows carry the crawldb columns plus a rejection reason.
 CANDIDATE_SCHEMA = StructType(
@@ -34,6 +45,7 @@ class InjectReport:
     lines: int = 0
     accepted: int = 0
     duplicates: int = 0
+    named: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
 
     def counters(self) -> list[tuple[str, int]]:
@@ -41,6 +53,7 @@ class InjectReport:
             ("inject/lines", self.lines),
             ("inject/accepted", self.accepted),
             ("inject/duplicates", self.duplicates),
+            ("inject/named", self.named),
         ]
         out += [(f"inject/rejected/{k}", v) for k, v in sorted(self.rejected.items())]
         return out
@@ -106,19 +119,25 @@ def inject(lines: DataFrame, crawldb: DataFrame, ctx: StageContext) -> Injected:
     )
     buckets = [r[0] for r in accepted.select("host_bucket").distinct().collect()]
     existing = crawldb.filter(F.col("host_bucket").isin(buckets))
-    new = materialize(
-        accepted.join(
-            existing.select("host_bucket", "url_fp", "url"),
-            ["host_bucket", "url_fp", "url"],
-            "left_anti",
-        )
+    known = existing.select(
+        *KEY, F.lit(True).alias("known"), F.col("source").alias("was"),
+        F.coalesce(F.col("depth"), F.lit(0)).alias("was_depth"),
+    )  # fmt: skip
+    named = F.coalesce(F.col("was").isin(*NAMED_SOURCES), F.lit(False)) & (F.col("was_depth") == 0)
+    joined = accepted.join(known, KEY, "left").withColumn(
+        "known", F.coalesce(F.col("known"), F.lit(False))
     )
-    report.accepted = new.count()
+    # new URLs, and known ones the operator names now (found by a link before)
+    source = materialize(joined.filter(~F.col("known") | ~named).drop("was", "was_depth"))
+    counts = source.groupBy("known").count().collect()
+    report.accepted = sum(r["count"] for r in counts if not r["known"])
+    report.named = sum(r["count"] for r in counts if r["known"])
     report.duplicates = report.lines - sum(report.rejected.values()) - report.accepted
     merge = Merge(
         "crawldb",
-        new,
+        source.drop("known"),
         "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url",
+        updates=((None, {"source": "s.source", "depth": "0"}),),
         inserts=((None, None),),
     )
-    return Injected(report, merge, [candidates, new])
+    return Injected(report, merge, [candidates, source])

@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from trawl.crawldb.admission import NAMED_SOURCES
 from trawl.net.resolver import AddressRefused, Resolver
 from trawl.stages.common import (
     StageContext,
@@ -32,8 +33,11 @@ RANKED_COLUMNS = (
     "url", "url_fp", "host", "host_bucket", "domain", "host_ip", "group", "gap", "first",
     "score", "depth", "counter_run", "status", "is_sitemap", "etag", "last_modified",
     "content_sha256", "stored_capture", "deferrals", "priority", "overdue", "host_cap",
-    "static_domain_cap", "budget",
+    "static_domain_cap", "budget", "trusted", "budget_group", "budget_cap", "policy_domain_cap",
 )  # fmt: skip
+# No cap: what a domain without a policy page cap is ranked against.
+UNCAPPED = 1_000_000_000
+
 LOCK_EXPIRY = timedelta(days=7)  # Nutch crawl.gen.delay: a crashed segment's lock ends
 
 
@@ -163,6 +167,37 @@ def domain_budgets(domainlinks: DataFrame, ctx: StageContext) -> DataFrame:
     return linking.select("domain", "linking_domains", budget.cast("int").alias("budget"))
 
 
+def trusted_hosts(crawldb: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The hosts the operator named and the registered domains they are in:
+    ((host), (domain)). A host is named by a seed or a sitemap URL given to
+    ``inject`` (depth 0), or is where such a URL redirected within its
+    registered domain (``http://example.org/`` to ``https://www.example.org/``:
+    the site the operator meant). Links never name a host, whichever host they
+    come from: trust does not spread by links (``budget.trust_seed_domains``
+    extends it to the seeds' registered domains)."""
+    roots = crawldb.filter(F.coalesce(F.col("depth"), F.lit(0)) == 0)
+    named = roots.filter(F.col("source").isin(*NAMED_SOURCES)).select("host", "domain")
+    domains = named.select("domain").distinct()
+    redirected = roots.filter(F.col("source") == "redirect").select("host", "domain")
+    hosts = named.unionByName(redirected.join(domains, "domain", "left_semi")).select("host")
+    return hosts.distinct(), domains
+
+
+def with_trust(due: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """``due`` with ``trusted``: its host was named by the operator
+    (``trusted_hosts``), or, with ``budget.trust_seed_domains``, is in a
+    named host's registered domain."""
+    hosts, domains = trusted_hosts(crawldb)
+    if ctx.cfg.budget.trust_seed_domains:
+        keyed, by = domains, "domain"
+    else:
+        keyed, by = hosts, "host"
+    flagged = keyed.withColumn("trusted", F.lit(True))
+    return due.join(flagged, by, "left").withColumn(
+        "trusted", F.coalesce(F.col("trusted"), F.lit(False))
+    )
+
+
 def rank_order() -> list[Column | str]:
     return [F.col("overdue").desc(), F.col("priority").desc(), "url_fp"]
 
@@ -194,8 +229,16 @@ def rank_due(
     domainlinks: DataFrame | None = None,
 ) -> DataFrame:
     """Due URLs within their host and address caps, ranked in their domain
-    (``rank``), with the domain's caps: ``domain_cap`` (the least of all)
-    and ``budget``, ``static_domain_cap`` (configured and policy caps)."""
+    (``rank``, against ``domain_cap``: the domain policy's page cap) and in
+    their budget group (``budget_rank`` against ``budget_cap``).
+
+    The budget group of a host the operator named (``trusted``, see
+    ``with_trust``) is the host itself, with ``budget.seed_host_pages`` a
+    segment: its domain's budget counts it on top, so seeds are limited by
+    politeness and the operator's caps, not by who links to them. Every other
+    host shares its registered domain's group, capped by
+    ``generate.max_per_domain`` and the domain's STAR ``budget``
+    (``static_domain_cap`` is the first with the policy's cap)."""
     g, p, b = ctx.cfg.generate, ctx.cfg.politeness, ctx.cfg.budget
     at = F.lit(ctx.at).cast("timestamp")
     hosts = hostdb.select(
@@ -246,8 +289,15 @@ def rank_due(
         due = due.join(budgets, "domain", "left").withColumn(
             "budget", F.coalesce(F.col("budget"), F.lit(b.min_pages))
         )
+        due = with_trust(due, crawldb, ctx)
     else:
-        due = due.withColumn("budget", F.lit(None).cast("int"))
+        due = due.withColumn("budget", F.lit(None).cast("int")).withColumn("trusted", F.lit(False))
+    budget_group = F.when(F.col("trusted"), F.concat(F.lit("host:"), F.col("host"))).otherwise(
+        F.col("domain")
+    )
+    budget_cap = F.when(F.col("trusted"), F.lit(b.seed_host_pages)).otherwise(
+        F.least(F.col("static_domain_cap"), F.col("budget"))
+    )
 
     def rank(by: str) -> Column:
         return F.row_number().over(Window.partitionBy(by).orderBy(*rank_order()))
@@ -264,6 +314,9 @@ def rank_due(
         .withColumn("group", group)
         .withColumn("host_cap", host_cap)
         .withColumn("static_domain_cap", static_cap)
+        .withColumn("budget_group", budget_group)
+        .withColumn("budget_cap", budget_cap)
+        .withColumn("policy_domain_cap", F.coalesce(F.col("domain_max_pages"), F.lit(UNCAPPED)))
         .select(*RANKED_COLUMNS)
     )
     by_host = narrow.withColumn("rank", rank("host")).filter(
@@ -274,8 +327,11 @@ def rank_due(
     if p.mode != "byIP" and p.min_delay_s > 0:
         address_bound = int(g.fetch_window_s / p.min_delay_s) + 1
         within_group = within_group & (F.col("rank") <= F.lit(address_bound))
+    # partitioned by (domain, budget group): the domain's shuffle serves both
+    in_budget = Window.partitionBy("domain", "budget_group").orderBy(*rank_order())
     return (
         by_group.filter(within_group)
         .withColumn("rank", rank("domain"))
-        .withColumn("domain_cap", F.least(F.col("static_domain_cap"), F.col("budget")))
+        .withColumn("budget_rank", F.row_number().over(in_budget))
+        .withColumn("domain_cap", F.col("policy_domain_cap"))
     )
