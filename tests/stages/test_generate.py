@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from trawl.config import load_config
+from trawl.crawldb.budgets import path_pattern
 from trawl.runner import JobContext
 from trawl.stages.common import StageContext
 from trawl.stages.generate import select_fetchlist
@@ -232,7 +233,8 @@ def _budget_crawldb(
             row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
             row.update(url=url, url_fp=url_fingerprint(url), host=host, host_bucket=i % 4,
                        domain=registered_domain(host), status="unfetched", depth=0,
-                       score=1.0 - j / 100, deferrals=deferrals)  # fmt: skip
+                       score=1.0 - j / 100, deferrals=deferrals,
+                       pattern=path_pattern(url))  # fmt: skip
             if named and host in named:
                 row.update(source=named[host] if j == 0 else "outlink", depth=min(j, 1))
             rows.append(row)
@@ -241,7 +243,7 @@ def _budget_crawldb(
 
 def _budget_run(
     spark: Any, tmp_path: Path, deferrals: int | None, named: dict[str, str] | None = None,
-    settings: tuple[str, ...] = (),
+    settings: tuple[str, ...] = (), extra: list[dict[str, Any]] = (),
 ) -> tuple[Counter[str], list[Any]]:  # fmt: skip
     from trawl.stages.generate import choose, over_budget
     from trawl.stages.ranking import rank_due
@@ -264,7 +266,7 @@ def _budget_run(
     ]
     ctx = StageContext(cfg, "seg1", AT)
     ranked = rank_due(
-        spark.createDataFrame(_budget_crawldb(deferrals, named), CRAWLDB_SCHEMA),
+        spark.createDataFrame(_budget_crawldb(deferrals, named) + list(extra), CRAWLDB_SCHEMA),
         spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
         spark.createDataFrame([], POLICY_SCHEMA),
         ctx,
@@ -325,6 +327,28 @@ def test_hosts_the_operator_named_are_not_held_to_their_domains_budget(
     hosts, deferred = _budget_run(spark, tmp_path, None, named, ("budget.trust_seed_domains=true",))
     assert _by_domain(hosts)["farm.test"] == 40
     assert not [r for r in deferred if r["url"].split("/")[2].endswith("farm.test")]
+
+
+def test_a_pattern_of_duplicates_gets_only_its_probes_even_on_a_seeded_host(
+    spark: Any, tmp_path: Path
+) -> None:
+    # w0.farm.test was seeded; five pages of its one pattern (/p0) fetched
+    # before all came back duplicates, so its four due pages get two probes
+    visited = []
+    for j in range(5):
+        url = f"http://w0.farm.test/p{100 + j}"
+        row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
+        row.update(url=url, url_fp=url_fingerprint(url), host="w0.farm.test", host_bucket=0,
+                   domain="farm.test", status="duplicate", duplicate_of="http://w0.farm.test/",
+                   depth=1, source="outlink", pattern=path_pattern(url),
+                   last_fetch_at=AT - timedelta(hours=j + 1),
+                   next_fetch_at=AT + timedelta(days=30))  # fmt: skip
+        visited.append(row)
+    named = {"w0.farm.test": "seed", "w1.farm.test": "seed"}
+    hosts, deferred = _budget_run(spark, tmp_path, None, named, extra=visited)
+    assert hosts["w0.farm.test"] == 2  # traps.pattern_probes
+    assert hosts["w1.farm.test"] == 4  # a seeded host of good standing: all of them
+    assert not [r for r in deferred if "//w0.farm.test/" in r["url"]]
 
 
 def test_a_redirect_from_a_seed_names_its_target_within_the_domain(spark: Any) -> None:

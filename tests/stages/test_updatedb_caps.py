@@ -6,13 +6,13 @@ parameters learned per host."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from trawl.config import load_config
 from trawl.crawldb.budgets import path_pattern
 from trawl.stages.common import StageContext
-from trawl.stages.traps import KEY, cap_new_urls, domain_pairs
+from trawl.stages.traps import KEY, bad_patterns, cap_new_urls, domain_pairs
 from trawl.stages.updatedb import LINK_SCHEMA
 from trawl.url.keys import url_fingerprint
 
@@ -31,7 +31,8 @@ def _links(urls: list[tuple[str, float]]) -> list[dict[str, Any]]:
 
 
 def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, float]] = (),
-         fetched: list[str] = ()) -> tuple[set[str], dict[str, str]]:  # fmt: skip
+         fetched: list[str] = (), bad: list[str] | None = None,
+         ) -> tuple[set[str], dict[str, str]]:  # fmt: skip
     cfg = load_config(None, ["traps.max_new_per_pattern=3", "traps.max_new_per_host=5"], environ={})
     ctx = StageContext(cfg, "seg2", AT)
     fetched_rows = [(0, url_fingerprint(u), u) for u in fetched]
@@ -40,6 +41,7 @@ def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, floa
         spark.createDataFrame(_links(list(earlier)), LINK_SCHEMA),
         spark.createDataFrame(fetched_rows, "host_bucket int, url_fp long, url string"),
         ctx,
+        None if bad is None else spark.createDataFrame([(p,) for p in bad], "pattern string"),
     )
     assert set(kept.columns) >= set(KEY)
     return (
@@ -207,3 +209,45 @@ def test_counter_runs_grow_along_steps_and_stop_at_the_limit(spark: Any) -> None
     assert (
         rows[f"{cal}/2027/03/"]["rejected"] is None and rows[f"{cal}/2027/03/"]["counter_run"] == 3
     )
+
+
+def test_a_pattern_of_duplicates_adds_only_its_probes(spark: Any) -> None:
+    months = [(f"http://cal.test/cal/{2026 + i}/01/", 1.0 - i / 100) for i in range(10)]
+    others = [("http://cal.test/about", 0.1)]
+    kept, over = _run(spark, months + others, bad=[path_pattern(months[0][0])])
+    # traps.pattern_probes (2) of the bad pattern; other patterns keep their cap
+    assert kept == {u for u, _ in months[:2]} | {"http://cal.test/about"}
+    assert over == {u: "cap/pattern_reputation" for u, _ in months[2:]}
+
+
+def _visited(pattern: str, statuses: list[str], start: int = 0) -> list[tuple[Any, ...]]:
+    """crawldb rows of ``pattern`` visited in order (the last is the latest)."""
+    return [
+        (f"http://h.test/{pattern}/{start + i}", start + i, pattern, status,
+         datetime(2026, 11, 1, tzinfo=UTC) + timedelta(hours=start + i),
+         "x" if status == "duplicate" else None)
+        for i, status in enumerate(statuses)
+    ]  # fmt: skip
+
+
+def test_bad_patterns_come_from_the_last_visits_of_each(spark: Any) -> None:
+    cfg = load_config(None, [], environ={})  # window 20, at least 4 visits, half bad
+    rows = (
+        _visited("dups", ["fetched"] + ["duplicate"] * 5)  # 5 of 6 bad
+        + _visited("gone", ["gone", "gone", "fetched", "fetched"])  # half: bad
+        + _visited("fine", ["fetched"] * 5 + ["gone"])  # 1 of 6
+        + _visited("few", ["duplicate"] * 3)  # too few visits to judge
+        # regained: 15 duplicates long ago, then 15 distinct pages; the last
+        # 20 visits hold 5 duplicates
+        + _visited("mended", ["duplicate"] * 15 + ["fetched"] * 15)
+    )
+    rows += [("http://h.test/old/1", 99, None, "duplicate", AT, "x")]  # no pattern: none
+    rows += [("http://h.test/dups/new", 98, "dups", "unfetched", None, None)]  # not visited
+    crawldb = spark.createDataFrame(
+        rows,
+        "url string, url_fp long, pattern string, status string, last_fetch_at timestamp, "
+        "duplicate_of string",
+    )
+    got = {r["pattern"]: (r["visits"], r["bad"]) for r in bad_patterns(
+        crawldb, StageContext(cfg, "seg", AT)).collect()}  # fmt: skip
+    assert got == {"dups": (6, 5), "gone": (4, 2)}

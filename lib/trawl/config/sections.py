@@ -155,6 +155,10 @@ class TrapsConfig:
     soft404_probe: bool = True
     soft404_reprobe_s: float = 2_592_000.0
     soft404_max_distance: int = 3
+    pattern_window: int = 20
+    pattern_min_visits: int = 4
+    pattern_bad_share: float = 0.5
+    pattern_probes: int = 2
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,12 @@ def _validate_traps(traps: TrapsConfig, budget: BudgetConfig) -> None:
         raise ConfigError("traps: max_counter_run must not be negative (0 turns it off)")
     if not 0 <= traps.soft404_max_distance < 64 or traps.soft404_reprobe_s <= 0:
         raise ConfigError("traps: need 0 <= soft404_max_distance < 64 and soft404_reprobe_s > 0")
+    if not 1 <= traps.pattern_min_visits <= traps.pattern_window or traps.pattern_probes < 1:
+        raise ConfigError(
+            "traps: need 1 <= pattern_min_visits <= pattern_window and pattern_probes >= 1"
+        )
+    if not 0.0 < traps.pattern_bad_share <= 1.0:
+        raise ConfigError("traps: need 0 < pattern_bad_share <= 1")
     if not 1 <= budget.min_pages <= budget.max_pages or budget.pages_per_linking_domain < 0:
         raise ConfigError(
             "budget: need 1 <= min_pages <= max_pages and pages_per_linking_domain >= 0"

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from trawl.config import Config
+from trawl.crawldb.budgets import path_pattern
 from trawl.crawldb.status import CrawlStatus
 from trawl.url.filter import UrlFilter
 from trawl.url.keys import host_bucket, host_of, registered_domain, url_fingerprint
@@ -116,4 +117,5 @@ def admit(
         "retries": 0,
         "is_sitemap": is_sitemap,
         "sitemap_lastmod": sitemap_lastmod,
+        "pattern": path_pattern(url),
     }, None

@@ -26,6 +26,7 @@ from trawl.stages.common import (
     StageContext,
     map_records,
 )
+from trawl.stages.traps import bad_patterns
 
 # What a due URL carries through the ranking windows: the fetch list's own
 # columns, the ranking keys and the caps (``rank_due``).
@@ -198,6 +199,27 @@ def with_trust(due: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFra
     )
 
 
+def probes_only(due: DataFrame, bad: DataFrame, ctx: StageContext) -> DataFrame:
+    """``due`` with the URLs of each bad path pattern (``bad_patterns``) cut
+    to its best ``traps.pattern_probes``: a trap's pattern is still probed,
+    so its verdict can change, but costs a few requests a segment, on a
+    host the operator named as much as on any other. Only the bad patterns'
+    rows are ranked (their own small shuffle)."""
+    flagged = F.broadcast(bad.select("pattern", F.lit(True).alias("_bad")))
+    tagged = due.join(flagged, "pattern", "left")
+    good = tagged.filter(F.col("_bad").isNull())
+    by_pattern = Window.partitionBy("pattern").orderBy(*rank_order())
+    probes = (
+        tagged.filter(F.col("_bad"))
+        .withColumn("priority", recrawl_priority(ctx))
+        .withColumn("overdue", overdue(ctx))
+        .withColumn("_n", F.row_number().over(by_pattern))
+        .filter(F.col("_n") <= ctx.cfg.traps.pattern_probes)
+        .drop("_n", "priority", "overdue")
+    )
+    return good.unionByName(probes).drop("_bad")
+
+
 def rank_order() -> list[Column | str]:
     return [F.col("overdue").desc(), F.col("priority").desc(), "url_fp"]
 
@@ -253,6 +275,7 @@ def rank_due(
         .filter(~F.coalesce(F.col("domain_stop"), F.lit(False)))
         .filter(F.col("backoff_until").isNull() | (F.col("backoff_until") <= at))
     )
+    due = probes_only(due, bad_patterns(crawldb, ctx), ctx)
     robots_cap = float(ctx.cfg.robots.max_crawl_delay_s)
     crawl_delay = F.coalesce(F.col("crawl_delay_s"), F.lit(0.0))
     # The expected gap: greatest() skips the nulls of missing state or policy.

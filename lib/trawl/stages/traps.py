@@ -52,16 +52,48 @@ def one_per_url(admitted: DataFrame) -> DataFrame:
     return admitted.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
 
 
+def bad_patterns(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """(pattern, visits, bad): the path patterns whose pages keep coming back
+    duplicates or gone -- a calendar's empty months, a faceted search's
+    reorderings, a host's not-found page under many names.
+
+    Of each pattern's last ``traps.pattern_window`` pages visited (by last
+    fetch), ``bad`` were marked duplicate by dedup (exact or near) or are
+    gone (404, 410, soft 404); a pattern with at least
+    ``pattern_min_visits`` visits and a ``pattern_bad_share`` of them bad is
+    returned. The verdict moves with the probes its pages still get: distinct
+    pages push the bad ones out of the window. Rows without a pattern (kept
+    before trawl stored it) count for none."""
+    t = ctx.cfg.traps
+    visited = crawldb.filter(F.col("pattern").isNotNull() & F.col("last_fetch_at").isNotNull())
+    bad = (F.col("status") == "duplicate") | F.col("duplicate_of").isNotNull()
+    bad = bad | (F.col("status") == "gone")
+    latest = Window.partitionBy("pattern").orderBy(F.col("last_fetch_at").desc(), "url_fp")
+    recent = visited.select("pattern", bad.alias("bad"), F.row_number().over(latest).alias("n"))
+    return (
+        recent.filter(F.col("n") <= t.pattern_window)
+        .groupBy("pattern")
+        .agg(F.count("*").alias("visits"), F.sum(F.col("bad").cast("int")).alias("bad"))
+        .filter(
+            (F.col("visits") >= t.pattern_min_visits)
+            & (F.col("bad") >= F.col("visits") * F.lit(t.pattern_bad_share))
+        )
+    )
+
+
 def cap_new_urls(
-    new: DataFrame, earlier: DataFrame, fetched: DataFrame, ctx: StageContext
-) -> tuple[DataFrame, DataFrame]:
+    new: DataFrame, earlier: DataFrame, fetched: DataFrame, ctx: StageContext,
+    bad: DataFrame | None = None,
+) -> tuple[DataFrame, DataFrame]:  # fmt: skip
     """(new URLs within the caps, those over a cap with their reason).
 
-    ``traps.max_new_per_pattern`` applies first, then ``max_new_per_host``
-    to what is left, each ranked by link score, then URL fingerprint.
-    ``earlier``: URLs an earlier run of this updatedb already added (they
-    hold their places, so a re-run admits the same set); URLs ``fetched`` in
-    the segment (redirect targets the fetcher followed) are not capped.
+    ``traps.max_new_per_pattern`` applies first -- ``pattern_probes`` for a
+    pattern in ``bad`` (``bad_patterns``: reason ``cap/pattern_reputation``)
+    -- then ``max_new_per_host`` to what is left, each ranked by link score,
+    then URL fingerprint. ``earlier``: URLs an earlier run of this updatedb
+    already added (they hold their places, so a re-run admits the same set);
+    URLs ``fetched`` in the segment (redirect targets the fetcher followed)
+    are not capped.
     """
     traps = ctx.cfg.traps
     order = [F.col("score").desc(), F.col("url_fp")]
@@ -70,15 +102,27 @@ def cap_new_urls(
     )
     exempt = pool.join(fetched.select(*KEY), KEY, "left_semi")
     pool = pool.join(fetched.select(*KEY), KEY, "left_anti")
+    if bad is not None:
+        flagged = F.broadcast(bad.select("pattern", F.lit(True).alias("_bad")))
+        pool = pool.join(flagged, "pattern", "left")
+    else:
+        pool = pool.withColumn("_bad", F.lit(None).cast("boolean"))
+    pattern_cap = F.when(F.col("_bad"), F.lit(traps.pattern_probes)).otherwise(
+        F.lit(traps.max_new_per_pattern)
+    )
+    pattern_reason = F.when(F.col("_bad"), F.lit("cap/pattern_reputation")).otherwise(
+        F.lit("cap/new_per_pattern")
+    )
     cut: list[DataFrame] = []
     for column, cap, reason in (
-        ("pattern", traps.max_new_per_pattern, "cap/new_per_pattern"),
-        ("host", traps.max_new_per_host, "cap/new_per_host"),
+        ("pattern", pattern_cap, pattern_reason),
+        ("host", F.lit(traps.max_new_per_host), F.lit("cap/new_per_host")),
     ):
         rank = F.row_number().over(Window.partitionBy(column).orderBy(*order))
         pool = pool.withColumn("_rank", rank)
-        cut.append(pool.filter(F.col("_rank") > cap).withColumn("rejected", F.lit(reason)))
+        cut.append(pool.filter(F.col("_rank") > cap).withColumn("rejected", reason))
         pool = pool.filter(F.col("_rank") <= cap).drop("_rank")
+    pool, cut = pool.drop("_bad"), [c.drop("_bad") for c in cut]
     kept = pool.unionByName(exempt).filter(~F.col("_earlier")).drop("_earlier")
     over = cut[0].unionByName(cut[1]).filter(~F.col("_earlier"))
     return kept, over

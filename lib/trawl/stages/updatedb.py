@@ -42,6 +42,7 @@ from trawl.stages.common import (
 from trawl.stages.inject import CANDIDATE_SCHEMA
 from trawl.stages.traps import (
     KEY,
+    bad_patterns,
     cap_new_urls,
     counter_run_col,
     domain_pairs,
@@ -58,7 +59,7 @@ from trawl.url.sessionparams import strip_params
 
 CRAWLDB_COLS = CRAWLDB_SCHEMA.fieldNames()
 OP_SCHEMA = StructType([*CRAWLDB_SCHEMA.fields, StructField("_op", StringType(), False)])
-LINK_SCHEMA = StructType([*CANDIDATE_SCHEMA.fields, StructField("pattern", StringType(), True)])
+LINK_SCHEMA = CANDIDATE_SCHEMA  # a crawldb row (with its path pattern), or a reason
 
 
 @dataclass
@@ -93,7 +94,9 @@ def updated_rows(crawldb: DataFrame, pages: DataFrame, ctx: StageContext) -> Dat
         for row in rows:
             new = apply_fetch(row["old"], row["fetch"], at, segment, schedule)
             if new is not row["old"] or row["_op"] == "insert":
-                yield {**new, "_op": row["_op"]}
+                # a row kept before crawldb had patterns gets its own on its next visit
+                pattern = new.get("pattern") or path_pattern(new["url"])
+                yield {**new, "pattern": pattern, "_op": row["_op"]}
 
     return map_records(joined, fn, OP_SCHEMA)
 
@@ -202,8 +205,7 @@ def admitted_links(
                 record, reason = None, "trap/counter"
             if record is not None:
                 yield {
-                    **record, "counter_run": run, "pattern": path_pattern(record["url"]),
-                    "raw": row["url"],
+                    **record, "counter_run": run, "raw": row["url"],
                 }  # fmt: skip
             else:
                 yield {
@@ -306,6 +308,7 @@ def updatedb(
         looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
         pages,
         ctx,
+        bad_patterns(touched, ctx),
     )
     # from the frames above, so from the same crawldb snapshot as the URLs
     # added, whenever crawldb's MERGE commits

@@ -108,6 +108,10 @@ CRAWLDB_SCHEMA = _schema(
     # here: a calendar's months, ?page=N; over traps.max_counter_run the
     # next step is rejected (trap/counter). Null: 0.
     ("counter_run", IntegerType()),
+    # The URL's path pattern (trawl.crawldb.budgets.path_pattern): the new-URL cap's
+    # key and the unit of a pattern's reputation. Null on rows written before
+    # trawl kept it: those count for no pattern.
+    ("pattern", StringType()),
 )
 
 HOSTDB_SCHEMA = _schema(
