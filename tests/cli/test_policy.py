@@ -148,6 +148,11 @@ def test_cli_user_name_falls_back_to_unknown(policy: Cli, monkeypatch: pytest.Mo
         ("set --host a.example.com --block --by ''", "non-empty set by"),
         ("clear --host a.example.com", "no policy in force for host a.example.com"),
         ("list --domain co.uk", "public suffix"),
+        (
+            "set --domain github.io --block",
+            "public suffix or an address, not a registered"
+            " domain (each name under it is one, e.g. 'example.github.io')",
+        ),
     ],
 )
 def test_cli_bad_input_is_exit_2_and_one_line(
@@ -208,3 +213,29 @@ print("loaded", sorted(m for m in sys.modules if m.split(".")[0] in jvm_side))
     *rows, loaded = done.stdout.splitlines()
     assert loaded == "loaded []"
     assert [json.loads(row)["target"] for row in rows] == ["a.example.com", "a.example.com"]
+
+
+def test_cli_list_warns_of_a_domain_rule_from_before_the_private_section(
+    policy: Cli, crawl: str
+) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    row = {
+        "scope": "domain", "target": "github.io", "action": "block", "blocked": True,
+        "min_delay_s": None, "paused_until": None, "max_pages_per_cycle": None, "set_by": "bob",
+        "set_at": datetime(2026, 1, 1, tzinfo=UTC), "reason": "every github.io site",
+    }  # fmt: skip
+    write_deltalake(f"{crawl}/policy", pa.Table.from_pylist([row], POLICY_ARROW_SCHEMA))
+    assert policy("set --domain alice.github.io --min-delay 2 --reason r")[0] == 0
+
+    code, out, err = policy("list --json")
+    assert code == 0
+    assert [r["target"] for r in json_rows(out)] == ["alice.github.io", "github.io"]
+    assert err.count("\n") == 1
+    assert "domain github.io is not a registered domain any more" in err
+    code, out, err = policy("list --domain github.io --json")
+    assert (code, [r["target"] for r in json_rows(out)]) == (0, ["github.io"])
+    code, out, err = policy("clear --domain github.io --reason 'per site now' --json")
+    assert (code, json_rows(out)[0]["action"], err) == (0, "clear", "")
+    assert policy("list --json")[2] == ""

@@ -18,11 +18,14 @@ from trawl.crawldb.policy import (
     cleared,
     in_force,
     merge,
+    named_target,
     normalize_target,
+    outdated_domain_rules,
     parse_duration,
     parse_time,
     resolve,
     rules_for,
+    split_rule_copies,
 )
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -259,6 +262,7 @@ def test_rules_for_a_host_include_its_domain() -> None:
         ("domain", "Example.CO.UK", "example.co.uk"),
         ("domain", "bücher.de", "xn--bcher-kva.de"),
         ("domain", "site-7.test", "site-7.test"),
+        ("domain", "Alice.GitHub.io", "alice.github.io"),  # a site under a private suffix
     ],
 )
 def test_targets_are_normalised(scope: str, text: str, name: str) -> None:
@@ -278,7 +282,10 @@ def test_targets_are_normalised(scope: str, text: str, name: str) -> None:
         ("domain", "www.example.com", "not a registered domain .that is 'example.com'"),
         ("domain", "co.uk", "public suffix"),
         ("domain", "com", "public suffix"),
-        ("domain", "10.0.0.1", "public suffix or an address"),
+        ("domain", "10.0.0.1", "public suffix or an address, not a registered domain$"),
+        ("domain", "www.alice.github.io", "not a registered domain .that is 'alice.github.io'"),
+        ("domain", "github.io", "public suffix .* e.g. 'example.github.io'"),
+        ("domain", "s3.amazonaws.com", "public suffix .* e.g. 'example.s3.amazonaws.com'"),
         ("site", "a.example.com", "scope must be"),
     ],
 )
@@ -347,3 +354,52 @@ def test_check_rule_refuses(fields: dict[str, Any], message: str) -> None:
 def test_check_rule_accepts_a_full_rule() -> None:
     full = rule(blocked=True, min_delay_s=0.5, paused_until=T0, max_pages_per_cycle=0)
     assert check_rule(full) is full
+
+
+# --------------------------------------------------------------------------- private suffixes
+
+# A rule set when every github.io site counted as the one domain github.io.
+LEGACY = rule(target="github.io", scope="domain", action="block", blocked=True, set_by="bob")
+
+
+def test_split_rule_copies_follow_the_sites_the_private_section_made() -> None:
+    hosts = [
+        "alice.github.io",
+        "www.alice.github.io",  # the same site: one copy
+        "github.io",  # the rule's own name: it still covers it
+        "bob.github.io",  # has a rule already: none
+        "example.com",  # under no legacy rule
+        "x.compute-1.amazonaws.com",  # under a rule of amazonaws.com below
+        "www.amazonaws.com",  # still in amazonaws.com
+    ]
+    amazon = replace(LEGACY, target="amazonaws.com", action="slow", blocked=False, min_delay_s=9.0)
+    known = {("domain", "bob.github.io")}
+    copies = split_rule_copies([LEGACY, amazon], hosts, known)
+    assert [c.key for c in copies] == [
+        ("domain", "alice.github.io"),
+        ("host", "x.compute-1.amazonaws.com"),  # a public suffix itself: a host rule
+    ]
+    alice, ec2 = copies
+    assert (alice.action, alice.blocked, alice.set_at, alice.set_by) == ("block", True, T0, "trawl")
+    assert alice.reason == "copy of domain github.io (bob): test"
+    assert (ec2.min_delay_s, ec2.blocked) == (9.0, False)
+    # copied again, with the copies' keys known: nothing new
+    assert split_rule_copies([LEGACY, amazon], hosts, known | {c.key for c in copies}) == []
+
+
+def test_a_rule_on_a_name_that_is_no_longer_a_registered_domain_is_outdated() -> None:
+    ok = rule(target="alice.github.io", scope="domain")
+    host = rule(target="github.io", scope="host")
+    assert outdated_domain_rules([LEGACY, ok, host, rule()]) == [LEGACY]
+
+
+def test_an_outdated_domain_rule_can_be_listed_and_cleared() -> None:
+    assert named_target([LEGACY], "domain", "GitHub.io") == "github.io"
+    assert rules_for([LEGACY, rule()], "domain", "github.io") == [LEGACY]
+    gone = cleared(LEGACY, scope="domain", target="github.io", at=T0 + timedelta(hours=1), **WHO)
+    assert (gone.action, gone.target) == ("clear", "github.io")
+    # without a rule on it, the name is refused as before, and no rule may be set on it
+    with pytest.raises(ValueError, match="public suffix"):
+        named_target([], "domain", "github.io")
+    with pytest.raises(ValueError, match="public suffix"):
+        merge(None, RuleChange(blocked=True), scope="domain", target="github.io", at=T0, **WHO)

@@ -12,6 +12,7 @@ from deltalake import write_deltalake
 
 from tests.crawldb.test_policy import T0, WHO, rule
 from trawl.crawldb.policy import RuleChange
+from trawl.store.domainrule import DOMAIN_RULE_PROPERTY
 from trawl.store.policy import (
     POLICY_ARROW_SCHEMA,
     PolicyStore,
@@ -19,6 +20,7 @@ from trawl.store.policy import (
     PolicyView,
     load_in_force,
 )
+from trawl.url.keys import DOMAIN_RULE
 
 
 def test_store_round_trip(tmp_path: Path) -> None:
@@ -47,6 +49,23 @@ def test_table_has_the_policy_schema(tmp_path: Path) -> None:
     table = DeltaTable(str(tmp_path / "policy"))
     assert pa.schema(table.schema().to_arrow()) == POLICY_ARROW_SCHEMA
     assert (table.protocol().min_reader_version, table.protocol().min_writer_version) == (1, 2)
+    # its domain targets follow the current rule: no job will migrate it
+    assert table.metadata().configuration == {DOMAIN_RULE_PROPERTY: DOMAIN_RULE}
+
+
+def test_a_domain_rule_from_before_the_private_section_can_be_cleared(tmp_path: Path) -> None:
+    """A rule on github.io, set when it was the registered domain of every
+    github.io site: no rule may name it now, but the one in force is cleared."""
+    legacy = rule(target="github.io", scope="domain", action="block", blocked=True)
+    write_deltalake(
+        str(tmp_path / "policy"), pa.Table.from_pylist([legacy.as_row()], POLICY_ARROW_SCHEMA)
+    )
+    store = PolicyStore(tmp_path)
+    with pytest.raises(ValueError, match="public suffix"):
+        store.set("domain", "github.io", RuleChange(min_delay_s=3.0), at=T0, **WHO)
+    gone = store.clear("domain", "GitHub.io", at=T0 + timedelta(hours=1), **WHO)
+    assert (gone.scope, gone.target, gone.action) == ("domain", "github.io", "clear")
+    assert store.in_force() == {}
 
 
 def test_store_refuses_invalid_rows_before_writing(tmp_path: Path) -> None:

@@ -6,7 +6,14 @@ import pytest
 import requests
 
 from trawl.url import keys as urlkeys
-from trawl.url.keys import host_bucket, host_of, registered_domain, url_fingerprint
+from trawl.url.keys import (
+    domains_with_private_suffixes,
+    host_bucket,
+    host_of,
+    icann_registered_domain,
+    registered_domain,
+    url_fingerprint,
+)
 from trawl.url.resolution import UrlError
 
 
@@ -42,7 +49,17 @@ def test_host_of_rejects(url: str, reason: str) -> None:
         ("example.com", "example.com"),
         ("a.b.c.example.co.uk", "example.co.uk"),
         ("WWW.BBC.CO.UK.", "bbc.co.uk"),
-        ("foo.blogspot.com", "blogspot.com"),  # ICANN suffixes only, not private ones
+        # the PSL's private section: a site under a private suffix is its own domain
+        ("alice.github.io", "alice.github.io"),
+        ("www.alice.github.io", "alice.github.io"),
+        ("Bob.GitHub.io.", "bob.github.io"),
+        ("foo.blogspot.com", "foo.blogspot.com"),
+        ("bucket.s3.amazonaws.com", "bucket.s3.amazonaws.com"),
+        ("www.amazonaws.com", "amazonaws.com"),  # not under a private suffix
+        ("a.b.ec2.compute-1.amazonaws.com", "b.ec2.compute-1.amazonaws.com"),  # *.compute-1
+        ("github.io", "github.io"),  # a private suffix on its own
+        ("s3.amazonaws.com", "s3.amazonaws.com"),
+        ("ec2.compute-1.amazonaws.com", "ec2.compute-1.amazonaws.com"),  # by the wildcard
         ("co.uk", "co.uk"),  # a public suffix on its own
         ("com", "com"),
         ("localhost", "localhost"),
@@ -59,6 +76,35 @@ def test_registered_domain(host: str, domain: str) -> None:
     assert registered_domain(host) == domain
 
 
+@pytest.mark.parametrize(
+    ("host", "domain"),
+    [
+        ("alice.github.io", "github.io"),
+        ("foo.blogspot.com", "blogspot.com"),
+        ("bucket.s3.amazonaws.com", "amazonaws.com"),
+        ("www.example.co.uk", "example.co.uk"),
+        ("github.io", "github.io"),
+        ("site-7.test", "site-7.test"),
+        ("10.0.0.1", "10.0.0.1"),
+    ],
+)
+def test_icann_registered_domain_is_the_rule_before_the_private_section(
+    host: str, domain: str
+) -> None:
+    assert icann_registered_domain(host) == domain
+
+
+def test_domains_with_private_suffixes_are_the_old_values_the_new_rule_splits() -> None:
+    split = domains_with_private_suffixes()
+    assert {"github.io", "blogspot.com", "amazonaws.com", "appspot.com"} <= split
+    assert not {"example.com", "co.uk", "bbc.co.uk", "site-7.test", "localhost"} & split
+    # every host whose domain the private section changes had one of these before
+    for host in ("alice.github.io", "bucket.s3.amazonaws.com", "a.b.ec2.compute-1.amazonaws.com"):
+        assert registered_domain(host) != icann_registered_domain(host)
+        assert icann_registered_domain(host) in split
+    assert registered_domain("www.example.co.uk") == icann_registered_domain("www.example.co.uk")
+
+
 def test_registered_domain_never_fetches(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_network(*args: object, **kwargs: object) -> None:
         raise AssertionError("tldextract tried to fetch the public suffix list")
@@ -67,9 +113,14 @@ def test_registered_domain_never_fetches(monkeypatch: pytest.MonkeyPatch) -> Non
     urlkeys._extractor.cache_clear()
     try:
         assert registered_domain("news.bbc.co.uk") == "bbc.co.uk"
+        assert registered_domain("news.carol.github.io") == "carol.github.io"
+        assert icann_registered_domain("news.carol.github.io") == "github.io"
         assert urlkeys._extractor().suffix_list_urls == ()
+        urlkeys.domains_with_private_suffixes.cache_clear()
+        assert "github.io" in domains_with_private_suffixes()
     finally:
         urlkeys._extractor.cache_clear()
+        urlkeys.domains_with_private_suffixes.cache_clear()
 
 
 def test_extractor_is_built_once() -> None:

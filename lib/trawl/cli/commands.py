@@ -151,6 +151,7 @@ def _warc_get(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> int:
+    from trawl.crawldb.policy import normalize_target
     from trawl.report import emit
     from trawl.runner import JobContext, run_export, run_warc_index, segment_id
     from trawl.stages.export import Selection, parse_statuses
@@ -165,7 +166,9 @@ def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespac
         since=args.since,
         until=args.until,
         hosts=tuple(args.host),
-        domains=tuple(args.domain),
+        # registered domains as crawldb holds them; "github.io" (a public
+        # suffix, not a site) is refused with what to give instead
+        domains=tuple(normalize_target("domain", d) for d in args.domain),
         statuses=parse_statuses(args.status),
         duplicates=args.duplicates,
     )

@@ -182,7 +182,12 @@ def _export_parser(sub: Any) -> None:
     p.add_argument("--since", type=_at, help="captured at or after (ISO 8601)")
     p.add_argument("--until", type=_at, help="captured before (ISO 8601)")
     p.add_argument("--host", action="append", default=[], help="this host (repeatable)")
-    p.add_argument("--domain", action="append", default=[], help="this registered domain")
+    p.add_argument(
+        "--domain",
+        action="append",
+        default=[],
+        help="this registered domain (repeatable), e.g. example.com or alice.github.io",
+    )
     p.add_argument(
         "--status", action="append", default=[], help="HTTP status 200 or class 2xx (repeatable)"
     )
@@ -197,7 +202,9 @@ def _export_parser(sub: Any) -> None:
 def _policy_target_args(p: argparse.ArgumentParser, required: bool) -> None:
     group = p.add_mutually_exclusive_group(required=required)
     group.add_argument("--host", help="one host, e.g. www.example.com")
-    group.add_argument("--domain", help="a registered domain and all its hosts, e.g. example.com")
+    group.add_argument(
+        "--domain", help="a registered domain and all its hosts, e.g. example.com, alice.github.io"
+    )
 
 
 def _policy_author(p: argparse.ArgumentParser) -> None:

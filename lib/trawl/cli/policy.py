@@ -56,15 +56,24 @@ def _policy_target(args: argparse.Namespace) -> tuple[str, str] | None:
 
 
 def _policy_list(store: PolicyStore, args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
-    from trawl.crawldb.policy import rules_for
+    from trawl.crawldb.policy import in_force, outdated_domain_rules, rules_for
 
+    every = store.rules()
     if args.history:
-        rules, title = store.rules(), "policy history"
+        rules, title = every, "policy history"
     else:
-        rules, title = sorted(store.in_force().values(), key=lambda r: r.key), "policy in force"
+        rules, title = sorted(in_force(every).values(), key=lambda r: r.key), "policy in force"
     wanted = _policy_target(args)
     if wanted is not None:
         rules = rules_for(rules, *wanted)
+    for rule in outdated_domain_rules(in_force(rules).values()):
+        print(
+            f"trawl policy: domain {rule.target} is not a registered domain any more (each "
+            f"site under it is one, by the public suffix list's private section), so this rule "
+            f"covers the host {rule.target} alone; the sites the crawl knew under it got copies "
+            "of it when the crawl was migrated, later ones need their own",
+            file=sys.stderr,
+        )
     return [r.as_row() for r in rules], title
 
 

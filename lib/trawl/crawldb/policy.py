@@ -20,6 +20,15 @@ registered domain's rule and keeps the most restrictive of each field
 (blocked if either is, the larger minimum delay, the smaller page cap, the
 later pause): neither rule can loosen the other.
 
+Domain rules follow :func:`trawl.url.keys.registered_domain`, whose suffixes
+include the Public Suffix List's private section: ``alice.github.io`` is a
+registered domain, ``github.io`` a public suffix that no domain rule may
+name. A rule set on such a name before that (when every github.io site was
+one domain ``github.io``) stays in force for that name alone; the migration
+(``trawl.store.domainrule``) copies it onto the sites the crawl knew under
+it (:func:`split_rule_copies`), :func:`outdated_domain_rules` finds it for
+``trawl policy list`` to warn about, and a clear still takes it.
+
 Pure logic, no I/O: the rows live in the ``policy`` Delta table, which
 ``trawl.store.policy`` reads and appends to; the operator commands, fetch
 tasks and tests all share these rules without touching a table.
@@ -29,12 +38,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trawl.url.keys import host_of, registered_domain
+from trawl.url.keys import host_of, icann_registered_domain, registered_domain
 
 SCOPES = ("host", "domain")
 CLEAR = "clear"
@@ -103,8 +112,10 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def normalize_target(scope: str, text: str) -> str:
-    """The canonical host or registered domain (lower case, IDNA A-labels)."""
+def normalize_target(scope: str, text: str, *, registered: bool = True) -> str:
+    """The canonical host or registered domain (lower case, IDNA A-labels).
+    ``registered=False``: a domain need only be a well-formed name (the
+    target of a rule already in force, which a clear may name)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be 'host' or 'domain', got {scope!r}")
     raw = text.strip()
@@ -115,7 +126,7 @@ def normalize_target(scope: str, text: str) -> str:
         name = host_of(f"http://{raw}/")  # RFC 3986 host rules, UTS #46 + IDNA A-labels
     except ValueError:
         raise ValueError(f"not a valid {scope} name: {text!r}") from None
-    if scope == "domain":
+    if scope == "domain" and registered:
         _check_registered(name, text)
     return name
 
@@ -128,8 +139,22 @@ def _check_registered(name: str, text: str) -> None:
             f"{text!r} is not a registered domain (that is {registered_domain(name)!r}); "
             "use --host for one host"
         )
-    if registered_domain(f"x.{name}") != name:
-        raise ValueError(f"{text!r} is a public suffix or an address, not a registered domain")
+    site = registered_domain(f"example.{name}")
+    if site != name:
+        suffix = site.endswith(f".{name}")  # else an address: names under it are not sites
+        under = f" (each name under it is one, e.g. {site!r})" if suffix else ""
+        raise ValueError(
+            f"{text!r} is a public suffix or an address, not a registered domain{under}"
+        )
+
+
+def _is_domain_target(name: str) -> bool:
+    """Whether a domain rule may name ``name`` (it is a registered domain)."""
+    try:
+        _check_registered(name, name)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_time(text: str) -> datetime:
@@ -165,8 +190,10 @@ def pause_end(at: datetime, duration: timedelta) -> datetime:
 
 
 def check_rule(rule: PolicyRule) -> PolicyRule:
-    """Raise ValueError unless ``rule`` is a row ``trawl policy`` may write."""
-    if normalize_target(rule.scope, rule.target) != rule.target:
+    """Raise ValueError unless ``rule`` is a row ``trawl policy`` may write
+    (a clear may name any rule's target, see :func:`outdated_domain_rules`)."""
+    registered = rule.action != CLEAR
+    if normalize_target(rule.scope, rule.target, registered=registered) != rule.target:
         raise ValueError(f"{rule.scope} {rule.target!r} is not in canonical form")
     if rule.action not in ACTIONS:
         raise ValueError(f"unknown policy action {rule.action!r}")
@@ -267,11 +294,64 @@ def in_force(rules: Iterable[PolicyRule]) -> dict[RuleKey, PolicyRule]:
 def rules_for(rules: Iterable[PolicyRule], scope: str, target: str) -> list[PolicyRule]:
     """The rows about one target; for a host, also its registered domain's rows
     (the rules :func:`resolve` combines for it)."""
-    name = normalize_target(scope, target)
+    rules = list(rules)
+    name = named_target(rules, scope, target)
     keys = {(scope, name)}
     if scope == "host":
         keys.add(("domain", registered_domain(name)))
     return [rule for rule in rules if rule.key in keys]
+
+
+def named_target(rules: Iterable[PolicyRule], scope: str, text: str) -> str:
+    """:func:`normalize_target`, except that a domain which is no longer a
+    registered domain is taken when ``rules`` have rows for it (a rule set
+    before domains followed the PSL's private section), so it can be listed
+    and cleared."""
+    try:
+        return normalize_target(scope, text)
+    except ValueError:
+        name = normalize_target(scope, text, registered=False)
+        if any(rule.key == (scope, name) for rule in rules):
+            return name
+        raise
+
+
+def outdated_domain_rules(rules: Iterable[PolicyRule]) -> list[PolicyRule]:
+    """The domain rules whose target is not a registered domain any more: set
+    on ``github.io`` when every github.io site counted as that one domain,
+    they now cover the host ``github.io`` alone."""
+    return [r for r in rules if r.scope == "domain" and not _is_domain_target(r.target)]
+
+
+def split_rule_copies(
+    legacy: Iterable[PolicyRule], hosts: Iterable[str], known: Collection[RuleKey]
+) -> list[PolicyRule]:
+    """Copies of ``legacy`` (domain rules in force, set when registered domains
+    followed the PSL's ICANN section alone) for the sites among ``hosts``
+    that the private section has made registered domains of their own: a
+    block of ``github.io`` becomes one of ``alice.github.io`` too. A copy is
+    a domain rule, or a host rule for a host that is itself a public suffix
+    (``x.compute-1.amazonaws.com``); it keeps the original's fields and
+    ``set_at`` (no clock: the rule was set then), is written by ``trawl`` and
+    says whose rule it copies. A target in ``known`` (it has rows: the
+    operator's, or an earlier copy) gets none, so copying again adds nothing."""
+    by_target = {rule.target: rule for rule in legacy if rule.scope == "domain"}
+    copies: dict[RuleKey, PolicyRule] = {}
+    for host in hosts:
+        rule = by_target.get(icann_registered_domain(host))
+        site = registered_domain(host)
+        if rule is None or site == rule.target:
+            continue
+        key = ("domain", site) if _is_domain_target(site) else ("host", host)
+        if key in known or key in copies:
+            continue
+        why = f"copy of domain {rule.target} ({rule.set_by}): {rule.reason}"
+        copy = replace(rule, scope=key[0], target=key[1], set_by="trawl", reason=why)
+        try:
+            copies[key] = check_rule(copy)
+        except ValueError:  # a host no rule can name
+            continue
+    return sorted(copies.values(), key=lambda r: r.key)
 
 
 @dataclass(frozen=True)

@@ -79,19 +79,27 @@ def ensure(
 ) -> tuple[list[str], dict[str, str]]:
     """Create table ``name`` from ``schema`` when it does not exist; its
     columns and properties as they are now (an older table may lack some).
-    Two runs creating it at once both succeed: the second finds it made."""
+    Two runs creating it at once both succeed: the second finds it made.
+
+    delta-rs takes only the ``delta.*`` properties it knows at creation, so
+    trawl's own (``trawl.domain_rule``) follow in a second commit."""
     table = _open(root, name)
     if table is None:
         uri = root.delta_uri(name)
+        wanted = dict(properties or {})
+        delta = {k: v for k, v in wanted.items() if k.startswith("delta.")}
         try:
-            DeltaTable.create(
+            made = DeltaTable.create(
                 uri,
                 arrow_schema(schema),
                 partition_by=list(partitions) or None,
                 mode="ignore",
-                configuration=dict(properties or {}) or None,
+                configuration=delta or None,
                 storage_options=root.delta_options(),
             )
+            own = {k: v for k, v in wanted.items() if k not in delta}
+            if own:
+                made.alter.set_table_properties(own, raise_if_not_exists=False)
         except Exception as exc:  # lost a race to create it: open what the winner made
             if _open(root, name) is None:
                 raise _failed("create", uri, exc) from exc

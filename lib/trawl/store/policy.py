@@ -45,8 +45,10 @@ from trawl.crawldb.policy import (
     in_force,
     latest,
     merge,
+    named_target,
     normalize_target,
 )
+from trawl.store.domainrule import domain_rule_properties
 from trawl.store.files import CrawlRoot
 
 # The rows and the change a ``set`` takes, as this table's API hands them out.
@@ -240,14 +242,19 @@ class PolicyStore:
         return in_force(self.rules())
 
     def append(self, rule: PolicyRule) -> PolicyRule:
-        """Validate and append one row, creating the table on first use."""
+        """Validate and append one row, creating the table on first use (marked
+        with the rule its domain targets follow, ``trawl.store.domainrule``;
+        delta-rs takes only ``delta.*`` properties at creation)."""
         check_rule(rule)
         batch = pa.Table.from_pylist([rule.as_row()], schema=POLICY_ARROW_SCHEMA)
         absent = _open(self.uri, self._options) is None
         try:
             if absent:
-                DeltaTable.create(
+                made = DeltaTable.create(
                     self.uri, POLICY_ARROW_SCHEMA, mode="ignore", storage_options=self._options
+                )
+                made.alter.set_table_properties(
+                    domain_rule_properties("policy"), raise_if_not_exists=False
                 )
             write_deltalake(self.uri, batch, mode="append", storage_options=self._options)
         except Exception as exc:
@@ -269,8 +276,10 @@ class PolicyStore:
     def clear(
         self, scope: str, target: str, *, set_by: str, reason: str, at: datetime
     ) -> PolicyRule:
-        """Append a ``clear`` row: no policy for the target any more."""
-        name = normalize_target(scope, target)
-        previous = latest(self.rules()).get((scope, name))
+        """Append a ``clear`` row: no policy for the target any more (also on a
+        domain that is no longer a registered domain, see ``named_target``)."""
+        rules = self.rules()
+        name = named_target(rules, scope, target)
+        previous = latest(rules).get((scope, name))
         rule = cleared(previous, scope=scope, target=name, set_by=set_by, reason=reason, at=at)
         return self.append(rule)

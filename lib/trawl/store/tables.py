@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from trawl.store import deltars
+from trawl.store import deltars, domainrule
 from trawl.store.files import CrawlRoot, check_segment_id
 from trawl.store.objectstore import StoreError
 from trawl.store.schemas import (
@@ -54,9 +54,12 @@ TABLES: dict[str, tuple[StructType, tuple[str, ...]]] = {
     "hostparams": (HOSTPARAMS_SCHEMA, ()),
 }
 # Table properties: set when a table is created, and added to a table an
-# older trawl created the first time a job opens it.
+# older trawl created the first time a job opens it. The tables that hold
+# registered domains record the rule they follow; one without it is migrated
+# before it gets it (``trawl.store.domainrule``).
 TABLE_PROPERTIES: dict[str, dict[str, str]] = {
     "events": {"delta.enableChangeDataFeed": "true"},  # consumers read increments
+    **{name: domainrule.domain_rule_properties(name) for name in domainrule.DOMAIN_TABLES},
 }
 # The tables that take a MERGE every cycle, each touching a small share of
 # their rows (``use_deletion_vectors``).
@@ -102,7 +105,9 @@ def ensure_table(spark: SparkSession, root: str, name: str) -> str:
     """Create the table from its schema if it does not exist; return its path.
     Through delta-rs when it can reach the root (milliseconds, no Spark
     job), else through Spark; a table from an older trawl gains the columns
-    and properties added since, through Spark (rare: once per upgrade)."""
+    and properties added since, through Spark (rare: once per upgrade), and
+    its registered domains are migrated first when it has them
+    (``_upgrade``)."""
     schema, partitions = TABLES[name]
     path = table_path(root, name)
     if path in _ENSURED:
@@ -118,22 +123,35 @@ def ensure_table(spark: SparkSession, root: str, name: str) -> str:
     if state is not None:
         have, properties = state
         _add_columns(spark, path, [f for f in schema.fields if f.name not in have])
-        missing = {k: v for k, v in wanted.items() if properties.get(k) != v}
-        if missing:
-            _set_properties(spark, path, missing)
+        _upgrade(spark, root, name, properties)
     else:
-        _ensure_with_spark(spark, path, name)
+        _ensure_with_spark(spark, root, name)
     _ENSURED.add(path)
     return path
 
 
-def _ensure_with_spark(spark: SparkSession, path: str, name: str) -> None:
+def _upgrade(spark: SparkSession, root: str, name: str, properties: Mapping[str, str]) -> None:
+    """Give an existing table the properties it lacks; one whose registered
+    domains follow the previous rule is migrated before it is marked (the
+    mark comes last, so a job that dies in between migrates again). A table
+    that has them all costs nothing here: ``properties`` come with its log."""
+    wanted = TABLE_PROPERTIES.get(name, {})
+    missing = {k: v for k, v in wanted.items() if properties.get(k) != v}
+    if domainrule.needs_migration(name, properties):
+        domainrule.migrate(spark, name, table_path(root, name), table_path(root, "crawldb"))
+    if missing:
+        _set_properties(spark, table_path(root, name), missing)
+
+
+def _ensure_with_spark(spark: SparkSession, root: str, name: str) -> None:
     from delta.tables import DeltaTable
 
     schema, partitions = TABLES[name]
+    path = table_path(root, name)
     if DeltaTable.isDeltaTable(spark, path):
         _add_missing_columns(spark, path, schema)
-        _add_missing_properties(spark, path, TABLE_PROPERTIES.get(name, {}))
+        if TABLE_PROPERTIES.get(name):
+            _upgrade(spark, root, name, _detail(spark, path)[0])
         return
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
     if partitions:
@@ -165,15 +183,6 @@ def _detail(spark: SparkSession, path: str) -> tuple[dict[str, str], int]:
 def _set_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
     pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(wanted.items()))
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({pairs})")
-
-
-def _add_missing_properties(spark: SparkSession, path: str, wanted: dict[str, str]) -> None:
-    if not wanted:
-        return
-    have, _ = _detail(spark, path)
-    missing = {k: v for k, v in wanted.items() if have.get(k) != v}
-    if missing:
-        _set_properties(spark, path, missing)
 
 
 def use_deletion_vectors(
