@@ -12,9 +12,9 @@ one only learnable), relative links that echo their path, a link farm of
 500 hosts under one registered domain, and a soft-404 host
 (``trawl.testweb.traps``). Every model host's home page and every trap
 entrance is a seed. The crawl is the normal path (``trawl.runner``: inject,
-then generate -> fetch -> updatedb per daily cycle on the logical clock) in
-this process on Spark ``local[2]``, with trawl's default trap caps and
-budgets unless ``--set`` says otherwise.
+then generate -> fetch -> updatedb -> dedup per daily cycle on the logical
+clock, as ``trawl cycle``) in this process on Spark ``local[2]``, with
+trawl's default trap caps and budgets unless ``--set`` says otherwise.
 
 Checked, per cycle, and recorded:
 
@@ -22,7 +22,12 @@ Checked, per cycle, and recorded:
   its new URLs within ``traps.max_new_per_host`` (per path pattern within
   ``traps.max_new_per_pattern``);
 - the link farm's domain fetches at most its budget (nothing outside links
-  to it: ``budget.min_pages``), the rest deferred, not dropped;
+  to it: ``budget.min_pages``), the rest deferred, not dropped; its entrance
+  is seeded, so a budget group of its own (``budget.seed_host_pages``) and
+  counted apart;
+- seeded or not, no trap host costs more than ``TRAP_REQUESTS`` page
+  requests over the first ``TRAP_CYCLES`` cycles (pattern reputation and the
+  other caps; checked when the run has that many cycles);
 - the ordinary hosts are crawled completely (every page a perfect polite
   crawler reaches from the seeds, ``WebModel.reachable``, is fetched);
 - every URL kept out has a reason (``rejected``, counted by reason);
@@ -53,7 +58,15 @@ from pyspark.sql import functions as F
 
 from trawl.config import Config, load_config
 from trawl.crawldb.budgets import path_pattern
-from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
+from trawl.runner import (
+    JobContext,
+    run_dedup,
+    run_fetch,
+    run_generate,
+    run_inject,
+    run_updatedb,
+    segment_id,
+)
 from trawl.store.session import build_spark
 from trawl.store.tables import read_segment_table, read_table
 from trawl.store.views import register_views
@@ -69,6 +82,12 @@ from trawl.testweb.traps import (
 
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+# Issue 27's bar: a trap host, seeded or found by links, costs at most this
+# many page requests over the first six cycles at default settings.
+TRAP_CYCLES = 6
+TRAP_REQUESTS = 60
 
 
 def parse_args() -> argparse.Namespace:
@@ -127,11 +146,26 @@ def cycle_facts(spark: Any, root: str, segment: str) -> dict[str, Any]:
     }
 
 
+def trap_requests(cycles: list[dict[str, Any]]) -> dict[str, int]:
+    """Page requests per trap host over the first ``TRAP_CYCLES`` cycles."""
+    total: Counter[str] = Counter()
+    for cyc in cycles[:TRAP_CYCLES]:
+        for host, c in cyc["per_host"].items():
+            if is_trap(host):
+                total[host] += c["fetched"]
+    return dict(total.most_common())
+
+
 def verdicts(cfg: Config, cycles: list[dict[str, Any]]) -> dict[str, bool]:
     g, t, b = cfg.generate, cfg.traps, cfg.budget
     trap_hosts = [(h, c) for cyc in cycles for h, c in cyc["per_host"].items() if is_trap(h)]
-    farm = [cyc["by_site"].get("linkfarm", {}).get("fetched", 0) for cyc in cycles]
-    return {
+    entrance = TRAP_HOSTS["linkfarm"]  # seeded: its own budget group
+    farm = [
+        sum(c["fetched"] for h, c in cyc["per_host"].items()
+            if site(h) == "linkfarm" and h != entrance)
+        for cyc in cycles
+    ]  # fmt: skip
+    checks = {
         "trap_hosts_within_fetch_cap": all(c["fetched"] <= g.max_per_host for _, c in trap_hosts),
         "trap_hosts_within_new_cap": all(c["new"] <= t.max_new_per_host for _, c in trap_hosts),
         "patterns_within_new_cap": all(
@@ -139,6 +173,11 @@ def verdicts(cfg: Config, cycles: list[dict[str, Any]]) -> dict[str, bool]:
         ),
         "farm_within_budget": max(farm, default=0) <= b.min_pages,
     }
+    if len(cycles) >= TRAP_CYCLES:
+        checks["trap_hosts_within_requests"] = (
+            max(trap_requests(cycles).values(), default=0) <= TRAP_REQUESTS
+        )
+    return checks
 
 
 def completeness(spark: Any, root: str, model: WebModel, seeds: list[str]) -> dict[str, Any]:
@@ -203,6 +242,7 @@ def main() -> int:
                 run_generate(ctx)
                 run_fetch(ctx)
                 run_updatedb(ctx)
+                run_dedup(ctx)
                 facts = cycle_facts(spark, root, ctx.segment)
                 facts.update(cycle=day, seconds=round(time.time() - t, 1))
                 cycles.append(facts)
@@ -240,6 +280,7 @@ def main() -> int:
         },
         "trap_hosts": TRAP_HOSTS,
         "cycles": [{k: v for k, v in c.items() if k != "per_host"} for c in cycles],
+        "trap_requests": trap_requests(cycles),
         "ordinary": complete,
         "rejected_by_reason": rejected,
         "deferred_urls": deferred,
@@ -250,7 +291,8 @@ def main() -> int:
         "wall_s": round(time.time() - started, 1),
     }
     append_line(args.results, line)
-    print(json.dumps({"checks": checks, "ordinary": complete, "rejected": rejected}))
+    print(json.dumps({"checks": checks, "ordinary": complete, "rejected": rejected,
+                      "trap_requests": trap_requests(cycles)}))  # fmt: skip
     return 0 if all(checks.values()) else 1
 
 
