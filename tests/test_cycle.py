@@ -231,6 +231,12 @@ def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
     assert sum(r["urls"] for r in stats["by_status"]) == total
     assert [r["segment"] for r in stats["segments"] if r["fetched"]] == crawl.segments
     assert all(not r["internal_errors"] for r in stats["segments"])  # counted, and none
+    # per domain: every host here is seeded, each its own budget group
+    domains = stats["domains"]
+    assert domains and sum(r["urls"] for r in domains) <= total
+    assert all(r["named_hosts"] == r["hosts"] >= 1 for r in domains)
+    assert all(r["star_budget"] >= crawl.cfg.budget.min_pages for r in domains)
+    assert all(r["deferred"] == 0 and r["deferred_why"] == [] for r in domains)
 
 
 def test_inject_names_a_url_crawldb_knew_from_a_link(crawl: Crawl, tmp_path: Path) -> None:

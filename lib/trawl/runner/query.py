@@ -23,10 +23,11 @@ class QueryError(ValueError):
 
 def run_stats(ctx: JobContext) -> dict[str, list[dict[str, Any]]]:
     """``trawl stats``: the summary tables of the crawl, by title."""
-    crawldb, counters, rejected = (
-        read_table(ctx.spark, ctx.root, n) for n in ("crawldb", "counters", "rejected")
+    crawldb, counters, rejected, domainlinks = (
+        read_table(ctx.spark, ctx.root, n)
+        for n in ("crawldb", "counters", "rejected", "domainlinks")
     )
-    return crawl_stats(crawldb, counters, rejected)
+    return crawl_stats(crawldb, counters, rejected, domainlinks, ctx.stage)
 
 
 def run_sql(ctx: JobContext, query: str) -> list[dict[str, Any]]:

@@ -2,22 +2,83 @@
 
 Nutch's ``readdb -stats`` and more: URLs by status, hosts, and per segment
 the fetch outcomes from the counters table, rejected links by reason and
-deferred URLs by domain. The runner hands over the three tables as frames;
-the queries name them as ``{crawldb}``, ``{counters}`` and ``{rejected}``
-(``SparkSession.sql``'s frame arguments), so no view or table is named here.
+deferred URLs by domain, and each domain's budget (``domain_budgets``). The
+runner hands over the tables as frames; the queries name them as
+``{crawldb}``, ``{counters}`` and ``{rejected}`` (``SparkSession.sql``'s
+frame arguments), so no view or table is named here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql import functions as F
+
+from trawl.crawldb.status import HAS_CONTENT
+from trawl.stages.common import StageContext
+from trawl.stages.ranking import domain_budgets as star_budgets
+from trawl.stages.ranking import trusted_hosts
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+# The domains ``domain_budgets`` shows: the most URLs first.
+TOP_DOMAINS = 20
+
+
+def domain_budgets(
+    crawldb: DataFrame, domainlinks: DataFrame, ctx: StageContext
+) -> list[dict[str, Any]]:
+    """Per registered domain (the ``TOP_DOMAINS`` with the most URLs): its
+    hosts and how many the operator named (each a budget group of its own,
+    ``budget.seed_host_pages`` a segment), its STAR budget a segment (pages
+    per distinct other domain linking to it, between ``budget.min_pages``
+    and ``budget.max_pages``; none when budgets are off), and its URLs:
+    with content, due, and deferred, with the reasons."""
+    b = ctx.cfg.budget
+    named, _ = trusted_hosts(crawldb)
+    hosts = crawldb.select("domain", "host").distinct()
+    hosts = hosts.join(named.withColumn("named", F.lit(1)), "host", "left")
+    per_host = hosts.groupBy("domain").agg(
+        F.count("*").alias("hosts"), F.sum(F.coalesce("named", F.lit(0))).alias("named_hosts")
+    )
+    statuses = [s.value for s in HAS_CONTENT]
+    at = F.lit(ctx.at).cast("timestamp")
+    urls = crawldb.groupBy("domain").agg(
+        F.count("*").alias("urls"),
+        F.sum(F.col("status").isin(statuses).cast("int")).alias("with_content"),
+        F.sum((F.col("next_fetch_at").isNull() | (F.col("next_fetch_at") <= at)).cast("int")).alias(
+            "due"
+        ),
+        F.sum(F.col("deferred_reason").isNotNull().cast("int")).alias("deferred"),
+        F.array_sort(F.collect_set("deferred_reason")).alias("deferred_why"),
+    )
+    rows = urls.join(per_host, "domain", "left")
+    if b.enabled:
+        budgets = star_budgets(domainlinks, ctx).select("domain", "linking_domains", "budget")
+        rows = rows.join(budgets, "domain", "left").select(
+            "*",
+            F.coalesce("linking_domains", F.lit(0)).alias("linking"),
+            F.coalesce("budget", F.lit(b.min_pages)).alias("star_budget"),
+        )
+    else:
+        rows = rows.select(
+            "*", F.lit(0).alias("linking"), F.lit(None).cast("int").alias("star_budget")
+        )
+    top = rows.orderBy(F.col("urls").desc(), "domain").limit(TOP_DOMAINS)
+    return [
+        r.asDict()
+        for r in top.select(
+            "domain", "hosts", "named_hosts", F.col("linking").alias("linking_domains"),
+            "star_budget", "urls", "with_content", "due", "deferred", "deferred_why",
+        ).collect()
+    ]  # fmt: skip
+
 
 def crawl_stats(
-    crawldb: DataFrame, counters: DataFrame, rejected: DataFrame
-) -> dict[str, list[dict[str, Any]]]:
+    crawldb: DataFrame, counters: DataFrame, rejected: DataFrame,
+    domainlinks: DataFrame, ctx: StageContext,
+) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
     """The summary tables of one crawl, by title."""
     spark = crawldb.sparkSession
 
@@ -76,4 +137,5 @@ def crawl_stats(
                 "ORDER BY urls DESC, domain LIMIT 20"
             ).collect()
         ],
+        "domains": domain_budgets(crawldb, domainlinks, ctx),
     }
