@@ -1,7 +1,7 @@
 """Benchmark: a 10-cycle crawl of the test web with its crawler traps.
 
     .venv/bin/python bench/bench_traps.py [--hosts 30] [--ips 6] [--cycles 10]
-        [--min-delay 0.05] [--set section.key=value ...]
+        [--min-delay 0.05] [--set section.key=value ...] [--keep]
     smoke check (results kept out of the recorded ones):
     .venv/bin/python bench/bench_traps.py --hosts 6 --cycles 2 \
         --results /tmp/traps-smoke.jsonl
@@ -99,6 +99,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--min-delay", type=float, default=0.05)
     p.add_argument("--set", action="append", default=[], dest="overrides")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "traps.jsonl")
+    p.add_argument("--keep", action="store_true", help="keep the crawl root and say where")
     return p.parse_args()
 
 
@@ -259,7 +260,10 @@ def main() -> int:
             counter_runs = {r["host"]: r["run"] for r in runs if is_trap(r["host"]) and r["run"]}
             soft404 = soft404_facts(spark, root)
     finally:
-        shutil.rmtree(out, ignore_errors=True)
+        if args.keep:
+            print(f"kept the crawl in {out}", file=sys.stderr)
+        else:
+            shutil.rmtree(out, ignore_errors=True)
     checks = verdicts(cfg, cycles)
     checks["ordinary_hosts_complete"] = complete["fetched"] == complete["reachable"] > 0
     checks["soft404s_found"] = all(

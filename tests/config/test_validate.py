@@ -19,6 +19,7 @@ from trawl.config import ConfigError, load_config
         ("fetch.follow_redirects=-1", "fetch.follow_redirects must not be negative"),
         ("http.max_idle_connections=-1", "http.max_idle_connections must not be negative"),
         ("traps.max_counter_run=-1", "max_counter_run must not be negative"),
+        ("traps.max_query_sets=-1", "max_query_sets must not be negative"),
     ],
 )
 def test_wrong_values_raise(override: str, message: str) -> None:

@@ -32,9 +32,11 @@ def _links(urls: list[tuple[str, float]]) -> list[dict[str, Any]]:
 
 def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, float]] = (),
          fetched: list[str] = (), bad: list[str] | None = None,
+         known: list[tuple[str, str]] | None = None, settings: tuple[str, ...] = (),
          ) -> tuple[set[str], dict[str, str]]:  # fmt: skip
-    cfg = load_config(None, ["traps.max_new_per_pattern=3", "traps.max_new_per_host=5"], environ={})
-    ctx = StageContext(cfg, "seg2", AT)
+    """``known``: crawldb's (url, discovered_segment) rows; this segment is "seg2"."""
+    caps = ["traps.max_new_per_pattern=3", "traps.max_new_per_host=5", *settings]
+    ctx = StageContext(load_config(None, caps, environ={}), "seg2", AT)
     fetched_rows = [(0, url_fingerprint(u), u) for u in fetched]
     kept, over = cap_new_urls(
         spark.createDataFrame(_links(new), LINK_SCHEMA),
@@ -42,6 +44,9 @@ def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, floa
         spark.createDataFrame(fetched_rows, "host_bucket int, url_fp long, url string"),
         ctx,
         None if bad is None else spark.createDataFrame([(p,) for p in bad], "pattern string"),
+        None
+        if known is None
+        else spark.createDataFrame(known, "url string, discovered_segment string"),
     )
     assert set(kept.columns) >= set(KEY)
     return (
@@ -86,6 +91,60 @@ def test_urls_fetched_in_the_segment_are_not_capped(spark: Any) -> None:
     kept, over = _run(spark, months, fetched=[target])
     assert target in kept and target not in over
     assert len(kept) == 4
+
+
+FACETS = "http://shop.test/search"
+
+
+def test_a_query_in_another_order_is_the_url_crawldb_knows(spark: Any) -> None:
+    known = [(f"{FACETS}?color=red&size=xl", "seg1")]
+    new = [(f"{FACETS}?size=xl&color=red", 0.9),  # crawldb's, reordered
+           (f"{FACETS}?brand=acme&fit=slim", 0.8), (f"{FACETS}?fit=slim&brand=acme", 0.7),
+           ("http://shop.test/item?b=2&a=1", 0.5),
+           ("http://other.test/search?size=xl&color=red", 0.4)]  # fmt: skip
+    kept, over = _run(spark, new, known=known, settings=("traps.max_new_per_pattern=10",))
+    assert over == {
+        f"{FACETS}?size=xl&color=red": "trap/query_order",
+        f"{FACETS}?fit=slim&brand=acme": "trap/query_order",  # the better-scored order stays
+    }
+    assert kept == {f"{FACETS}?brand=acme&fit=slim", "http://shop.test/item?b=2&a=1",
+                    "http://other.test/search?size=xl&color=red"}  # fmt: skip
+
+
+def test_a_path_gets_a_bounded_number_of_parameter_sets(spark: Any) -> None:
+    filters = ["color=red", "size=xl", "brand=acme", "fit=slim"]
+    known = [(f"{FACETS}?{f}", "seg1") for f in filters]  # four sets known
+    pairs = [f"{a}&{b}" for i, a in enumerate(filters) for b in filters[i + 1 :]]
+    new = [(f"{FACETS}?{p}", 0.5) for p in pairs]  # six new sets of two names
+    new += [(f"{FACETS}?color=blue", 0.5),  # a known set of names, another value
+            ("http://shop.test/list?page=2", 0.5),
+            ("http://shop.test/list?page=3", 0.5)]  # fmt: skip
+    kept, over = _run(spark, new, known=known,
+                      settings=("traps.max_new_per_pattern=20", "traps.max_new_per_host=20",
+                                "traps.max_query_sets=7"))  # fmt: skip
+    # three sets fit beside the four known, taken in name order; values vary freely
+    assert over == {
+        f"{FACETS}?{q}": "trap/facets"
+        for q in ("color=red&fit=slim", "color=red&size=xl", "size=xl&fit=slim")
+    }
+    assert f"{FACETS}?color=blue" in kept and "http://shop.test/list?page=3" in kept
+    assert len([u for u in kept if u.startswith(FACETS)]) == 4
+
+
+def test_the_query_rules_count_only_what_crawldb_had_before_the_segment(spark: Any) -> None:
+    # a re-run: crawldb holds what the first run added (seg2), and the pool
+    # holds those URLs as earlier -- they must not count twice
+    sets = [f"{FACETS}?f{i}=1" for i in range(5)]
+    first, _ = _run(spark, [(u, 0.5) for u in sets], settings=("traps.max_query_sets=3",),
+                    known=[])  # fmt: skip
+    again, over = _run(
+        spark,
+        [(u, 0.5) for u in sets if u not in first],
+        earlier=[(u, 0.5) for u in first],
+        known=[(u, "seg2") for u in first],
+        settings=("traps.max_query_sets=3",),
+    )
+    assert len(first) == 3 and again == set() and set(over) == set(sets) - first
 
 
 def test_domain_pairs_are_distinct_registered_domains(spark: Any) -> None:
@@ -220,34 +279,42 @@ def test_a_pattern_of_duplicates_adds_only_its_probes(spark: Any) -> None:
     assert over == {u: "cap/pattern_reputation" for u, _ in months[2:]}
 
 
-def _visited(pattern: str, statuses: list[str], start: int = 0) -> list[tuple[Any, ...]]:
-    """crawldb rows of ``pattern`` visited in order (the last is the latest)."""
+def _visited(pattern: str, statuses: list[str], start: int = 0,
+             revisited: bool = False) -> list[tuple[Any, ...]]:  # fmt: skip
+    """crawldb rows of ``pattern`` discovered and first visited in order (the
+    last is the newest); ``revisited``: all visited again at the latest."""
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
     return [
         (f"http://h.test/{pattern}/{start + i}", start + i, pattern, status,
-         datetime(2026, 11, 1, tzinfo=UTC) + timedelta(hours=start + i),
+         t0 + timedelta(hours=start + i),
+         AT if revisited else t0 + timedelta(hours=start + i + 1),
          "x" if status == "duplicate" else None)
         for i, status in enumerate(statuses)
     ]  # fmt: skip
 
 
-def test_bad_patterns_come_from_the_last_visits_of_each(spark: Any) -> None:
+def test_bad_patterns_come_from_the_newest_visited_pages_of_each(spark: Any) -> None:
     cfg = load_config(None, [], environ={})  # window 20, at least 4 visits, half bad
     rows = (
         _visited("dups", ["fetched"] + ["duplicate"] * 5)  # 5 of 6 bad
         + _visited("gone", ["gone", "gone", "fetched", "fetched"])  # half: bad
         + _visited("fine", ["fetched"] * 5 + ["gone"])  # 1 of 6
         + _visited("few", ["duplicate"] * 3)  # too few visits to judge
-        # regained: 15 duplicates long ago, then 15 distinct pages; the last
-        # 20 visits hold 5 duplicates
+        # regained: 15 duplicates long ago, then 15 distinct new pages; the
+        # newest 20 hold 5 duplicates
         + _visited("mended", ["duplicate"] * 15 + ["fetched"] * 15)
+        # a trap's first 15 good pages revisited today do not clear the 10
+        # duplicates found after them: the newest 20 hold 10
+        + _visited("revisits", ["fetched"] * 15, revisited=True)
+        + _visited("revisits", ["duplicate"] * 10, start=15)
     )
-    rows += [("http://h.test/old/1", 99, None, "duplicate", AT, "x")]  # no pattern: none
-    rows += [("http://h.test/dups/new", 98, "dups", "unfetched", None, None)]  # not visited
+    rows += [("http://h.test/old/1", 99, None, "duplicate", AT, AT, "x")]  # no pattern: none
+    rows += [("http://h.test/dups/new", 98, "dups", "unfetched", AT, None, None)]  # not visited
     crawldb = spark.createDataFrame(
         rows,
-        "url string, url_fp long, pattern string, status string, last_fetch_at timestamp, "
-        "duplicate_of string",
+        "url string, url_fp long, pattern string, status string, discovered_at timestamp, "
+        "last_fetch_at timestamp, duplicate_of string",
     )
     got = {r["pattern"]: (r["visits"], r["bad"]) for r in bad_patterns(
         crawldb, StageContext(cfg, "seg", AT)).collect()}  # fmt: skip
-    assert got == {"dups": (6, 5), "gone": (4, 2)}
+    assert got == {"dups": (6, 5), "gone": (4, 2), "revisits": (20, 10)}

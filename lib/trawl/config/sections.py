@@ -152,6 +152,7 @@ class TrapsConfig:
     max_new_per_host: int = 500
     max_new_per_pattern: int = 100
     max_counter_run: int = 32
+    max_query_sets: int = 16
     soft404_probe: bool = True
     soft404_reprobe_s: float = 2_592_000.0
     soft404_max_distance: int = 3

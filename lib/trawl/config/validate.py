@@ -153,6 +153,8 @@ def _validate_traps(traps: TrapsConfig, budget: BudgetConfig) -> None:
         raise ConfigError("traps: max_new_per_host and max_new_per_pattern must be at least 1")
     if traps.max_counter_run < 0:
         raise ConfigError("traps: max_counter_run must not be negative (0 turns it off)")
+    if traps.max_query_sets < 0:
+        raise ConfigError("traps: max_query_sets must not be negative (0 turns it off)")
     if not 0 <= traps.soft404_max_distance < 64 or traps.soft404_reprobe_s <= 0:
         raise ConfigError("traps: need 0 <= soft404_max_distance < 64 and soft404_reprobe_s > 0")
     if not 1 <= traps.pattern_min_visits <= traps.pattern_window or traps.pattern_probes < 1:

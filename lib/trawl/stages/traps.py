@@ -10,6 +10,7 @@ earns domains their budgets in generate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -52,23 +53,107 @@ def one_per_url(admitted: DataFrame) -> DataFrame:
     return admitted.withColumn("_n", F.row_number().over(first)).filter("_n = 1").drop("_n")
 
 
+def query_columns(url: Column) -> tuple[Column, Column, Column]:
+    """(resource, names, pairs) of a URL with a query, as Spark columns: the
+    URL up to its query (scheme, authority and path), the distinct parameter
+    names sorted and joined by ``&``, and its ``name=value`` pairs sorted and
+    joined by ``&``. Null pairs and names for a URL without a query.
+
+    ``/search?size=xl&color=red`` and ``/search?color=red&size=xl`` share
+    all three: one search spelled in two click orders. ``?color=red`` and
+    ``?color=blue`` share resource and names: one kind of search."""
+    query = F.regexp_extract(url, r"\?([^#]*)", 1)
+    pairs = F.array_sort(F.filter(F.split(query, "&"), lambda p: p != ""))
+    names = F.array_sort(F.array_distinct(F.transform(pairs, lambda p: F.split(p, "=")[0])))
+    some = F.size(pairs) > 0
+    return (
+        F.regexp_extract(url, r"^[^?#]*", 0),
+        F.when(some, F.concat_ws("&", names)),
+        F.when(some, F.concat_ws("&", pairs)),
+    )
+
+
+def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> tuple[DataFrame, DataFrame]:
+    """(pool within the query rules, the rest with their reason): faceted
+    search, which makes a page of every set of filters in every click order.
+
+    - ``trap/query_order``: a URL whose query is another URL's parameters
+      in another order, on the same path -- a URL crawldb knows (``known``)
+      or a better-ranked one in ``pool``. Servers answer both alike.
+    - ``trap/facets``: a URL whose set of parameter names is new to its
+      path once the path has ``traps.max_query_sets`` sets (crawldb's and
+      the pool's, fewest names first). Pagination and item ids vary
+      values, not names, and stay within one set; filters combine names.
+
+    ``known``: crawldb's rows of the pool's buckets; those this segment
+    added in an earlier run of updatedb are in ``pool`` instead, so a re-run
+    decides alike."""
+    resource, names, pairs = query_columns(F.col("url"))
+    tagged = pool.select("*", resource.alias("_res"), names.alias("_names"), pairs.alias("_pairs"))
+    plain = tagged.filter(F.col("_pairs").isNull())
+    queried = tagged.filter(F.col("_pairs").isNotNull())
+    older = F.col("discovered_segment").isNull() | (F.col("discovered_segment") != ctx.segment)
+    seen = (
+        known.filter(older & F.col("url").contains("?"))
+        .select(resource.alias("_res"), names.alias("_names"), pairs.alias("_pairs"))
+        .filter(F.col("_pairs").isNotNull())
+        .join(F.broadcast(queried.select("_res").distinct()), "_res", "left_semi")
+    )
+    spelled = seen.select("_res", "_pairs").distinct().withColumn("_spelled", F.lit(True))
+    queried = queried.join(spelled, ["_res", "_pairs"], "left")
+    order = [F.col("score").desc(), F.col("url_fp")]
+    first = F.row_number().over(Window.partitionBy("_res", "_pairs").orderBy(*order))
+    queried = queried.withColumn("_first", first)
+    reordered = F.coalesce(F.col("_spelled"), F.lit(False)) | (F.col("_first") > 1)
+    cut = queried.filter(reordered).withColumn("rejected", F.lit("trap/query_order"))
+    queried = queried.filter(~reordered)
+    limit = ctx.cfg.traps.max_query_sets
+    if limit:
+        sets = seen.select("_res", "_names").distinct()
+        counted = sets.groupBy("_res").agg(F.count("*").alias("_had"))
+        queried = queried.join(
+            sets.withColumn("_known", F.lit(True)), ["_res", "_names"], "left"
+        ).join(counted, "_res", "left")
+        fresh = queried.filter(F.col("_known").isNull())
+        by_size = Window.partitionBy("_res").orderBy(F.size(F.split("_names", "&")), "_names")
+        fresh = fresh.withColumn("_nth", F.dense_rank().over(by_size))
+        over = F.coalesce(F.col("_had"), F.lit(0)) + F.col("_nth") > limit
+        cut = cut.unionByName(
+            fresh.filter(over)
+            .drop("_known", "_had", "_nth")
+            .withColumn("rejected", F.lit("trap/facets"))
+        )
+        queried = (
+            queried.filter(F.col("_known").isNotNull())
+            .drop("_known", "_had")
+            .unionByName(fresh.filter(~over).drop("_known", "_had", "_nth"))
+        )
+    helpers = ["_res", "_names", "_pairs", "_spelled", "_first"]
+    kept = plain.drop(*helpers).unionByName(queried.drop(*helpers))
+    return kept, cut.drop(*helpers)
+
+
 def bad_patterns(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
     """(pattern, visits, bad): the path patterns whose pages keep coming back
     duplicates or gone -- a calendar's empty months, a faceted search's
     reorderings, a host's not-found page under many names.
 
-    Of each pattern's last ``traps.pattern_window`` pages visited (by last
-    fetch), ``bad`` were marked duplicate by dedup (exact or near) or are
-    gone (404, 410, soft 404); a pattern with at least
-    ``pattern_min_visits`` visits and a ``pattern_bad_share`` of them bad is
-    returned. The verdict moves with the probes its pages still get: distinct
-    pages push the bad ones out of the window. Rows without a pattern (kept
-    before trawl stored it) count for none."""
+    Of each pattern's ``traps.pattern_window`` newest pages visited (by
+    when crawldb learnt of them: a trap's newest URLs tell what its next
+    ones will be, and revisits of its first good pages must not clear it),
+    ``bad`` were marked duplicate by dedup (exact or near) or are gone (404,
+    410, soft 404); a pattern with at least ``pattern_min_visits`` visits
+    and a ``pattern_bad_share`` of them bad is returned. The verdict moves
+    with the probes it still gets: distinct new pages push the bad ones out
+    of the window. Rows without a pattern (kept before trawl stored it)
+    count for none."""
     t = ctx.cfg.traps
     visited = crawldb.filter(F.col("pattern").isNotNull() & F.col("last_fetch_at").isNotNull())
     bad = (F.col("status") == "duplicate") | F.col("duplicate_of").isNotNull()
     bad = bad | (F.col("status") == "gone")
-    latest = Window.partitionBy("pattern").orderBy(F.col("last_fetch_at").desc(), "url_fp")
+    latest = Window.partitionBy("pattern").orderBy(
+        F.col("discovered_at").desc_nulls_last(), F.col("url_fp")
+    )
     recent = visited.select("pattern", bad.alias("bad"), F.row_number().over(latest).alias("n"))
     return (
         recent.filter(F.col("n") <= t.pattern_window)
@@ -83,17 +168,18 @@ def bad_patterns(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
 
 def cap_new_urls(
     new: DataFrame, earlier: DataFrame, fetched: DataFrame, ctx: StageContext,
-    bad: DataFrame | None = None,
+    bad: DataFrame | None = None, known: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:  # fmt: skip
     """(new URLs within the caps, those over a cap with their reason).
 
-    ``traps.max_new_per_pattern`` applies first -- ``pattern_probes`` for a
-    pattern in ``bad`` (``bad_patterns``: reason ``cap/pattern_reputation``)
-    -- then ``max_new_per_host`` to what is left, each ranked by link score,
-    then URL fingerprint. ``earlier``: URLs an earlier run of this updatedb
-    already added (they hold their places, so a re-run admits the same set);
-    URLs ``fetched`` in the segment (redirect targets the fetcher followed)
-    are not capped.
+    With ``known`` (crawldb's rows of the links' buckets) the query rules of
+    ``query_caps`` apply first. Then ``traps.max_new_per_pattern`` --
+    ``pattern_probes`` for a pattern in ``bad`` (``bad_patterns``: reason
+    ``cap/pattern_reputation``) -- then ``max_new_per_host`` to what is
+    left, each ranked by link score, then URL fingerprint. ``earlier``: URLs
+    an earlier run of this updatedb already added (they hold their places,
+    so a re-run admits the same set); URLs ``fetched`` in the segment
+    (redirect targets the fetcher followed) are not capped.
     """
     traps = ctx.cfg.traps
     order = [F.col("score").desc(), F.col("url_fp")]
@@ -102,6 +188,10 @@ def cap_new_urls(
     )
     exempt = pool.join(fetched.select(*KEY), KEY, "left_semi")
     pool = pool.join(fetched.select(*KEY), KEY, "left_anti")
+    cut: list[DataFrame] = []
+    if known is not None:
+        pool, shaped = query_caps(pool, known, ctx)
+        cut.append(shaped)
     if bad is not None:
         flagged = F.broadcast(bad.select("pattern", F.lit(True).alias("_bad")))
         pool = pool.join(flagged, "pattern", "left")
@@ -113,7 +203,6 @@ def cap_new_urls(
     pattern_reason = F.when(F.col("_bad"), F.lit("cap/pattern_reputation")).otherwise(
         F.lit("cap/new_per_pattern")
     )
-    cut: list[DataFrame] = []
     for column, cap, reason in (
         ("pattern", pattern_cap, pattern_reason),
         ("host", F.lit(traps.max_new_per_host), F.lit("cap/new_per_host")),
@@ -122,9 +211,9 @@ def cap_new_urls(
         pool = pool.withColumn("_rank", rank)
         cut.append(pool.filter(F.col("_rank") > cap).withColumn("rejected", reason))
         pool = pool.filter(F.col("_rank") <= cap).drop("_rank")
-    pool, cut = pool.drop("_bad"), [c.drop("_bad") for c in cut]
+    pool, cut = pool.drop("_bad"), [c.drop("_bad", "_rank") for c in cut]
     kept = pool.unionByName(exempt).filter(~F.col("_earlier")).drop("_earlier")
-    over = cut[0].unionByName(cut[1]).filter(~F.col("_earlier"))
+    over = functools.reduce(DataFrame.unionByName, cut).filter(~F.col("_earlier"))
     return kept, over
 
 

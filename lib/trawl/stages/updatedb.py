@@ -309,6 +309,7 @@ def updatedb(
         pages,
         ctx,
         bad_patterns(touched, ctx),
+        touched,
     )
     # from the frames above, so from the same crawldb snapshot as the URLs
     # added, whenever crawldb's MERGE commits
