@@ -124,6 +124,19 @@ def test_cli_pause_until_and_unblock(policy: Cli) -> None:
     )
 
 
+def test_cli_budget_sets_a_domains_pages_and_keeps_the_rest(policy: Cli) -> None:
+    policy("set --domain example.com --min-delay 5 --reason slower")
+    out = policy("budget --domain example.com --pages 400 --reason ours --json")[1]
+    (row,) = json_rows(out)
+    assert (row["scope"], row["target"], row["max_pages_per_cycle"], row["min_delay_s"]) == (
+        "domain",
+        "example.com",
+        400,
+        5.0,
+    )
+    assert row["reason"] == "ours"
+
+
 def test_cli_user_name_falls_back_to_unknown(policy: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_user() -> str:
         raise OSError("no user")
@@ -142,6 +155,7 @@ def test_cli_user_name_falls_back_to_unknown(policy: Cli, monkeypatch: pytest.Mo
         ("set --host a.example.com --min-delay 0", "min delay must be a positive"),
         ("set --host a.example.com --min-delay nan", "min delay must be a positive"),
         ("set --host a.example.com --max-pages -1", "max pages must be"),
+        ("budget --domain example.com --pages -1", "max pages must be"),
         ("set --host a.example.com --pause-for soon", "pause-for wants a duration"),
         ("set --host a.example.com --pause-until soon", "pause-until wants ISO"),
         ("set --host a.example.com --block --reason ' '", "non-empty reason"),
@@ -176,6 +190,7 @@ def test_cli_bad_input_is_exit_2_and_one_line(
         "clear --reason r",
         "set --host a --max-pages 1.5 --reason r",
         "block --host a --reason r",
+        "budget --domain example.com --reason r",  # no --pages
     ],
 )
 def test_cli_argument_errors(policy: Cli, capsys: pytest.CaptureFixture[str], args: str) -> None:

@@ -244,8 +244,11 @@ def _budget_crawldb(
 def _budget_run(
     spark: Any, tmp_path: Path, deferrals: int | None, named: dict[str, str] | None = None,
     settings: tuple[str, ...] = (), extra: list[dict[str, Any]] = (),
+    budgets: dict[str, int] | None = None, starved: list[Any] | None = None,
 ) -> tuple[Counter[str], list[Any]]:  # fmt: skip
-    from trawl.stages.generate import choose, over_budget
+    """``budgets``: domain policies' page caps; ``starved`` gets
+    ``starved_seed_domains``' rows."""
+    from trawl.stages.generate import choose, over_budget, starved_seed_domains
     from trawl.stages.ranking import rank_due
     from trawl.store.schemas import DOMAINLINKS_SCHEMA
 
@@ -264,15 +267,23 @@ def _budget_run(
         {**dict.fromkeys(HOSTDB_SCHEMA.fieldNames()), "host": h, "ip": f"10.1.0.{i}"}
         for i, h in enumerate(BUDGET_HOSTS)
     ]
+    policy = [
+        {**dict.fromkeys(POLICY_SCHEMA.fieldNames()), "scope": "domain", "target": d,
+         "action": "budget", "max_pages_per_cycle": n, "set_at": AT - timedelta(hours=1)}
+        for d, n in (budgets or {}).items()
+    ]  # fmt: skip
     ctx = StageContext(cfg, "seg1", AT)
+    crawldb = spark.createDataFrame(_budget_crawldb(deferrals, named) + list(extra), CRAWLDB_SCHEMA)
     ranked = rank_due(
-        spark.createDataFrame(_budget_crawldb(deferrals, named) + list(extra), CRAWLDB_SCHEMA),
+        crawldb,
         spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
-        spark.createDataFrame([], POLICY_SCHEMA),
+        spark.createDataFrame(policy, POLICY_SCHEMA),
         ctx,
         spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
     )
     chosen = Counter(r["host"] for r in choose(ranked, ctx).select("host").collect())
+    if starved is not None:
+        starved.extend(starved_seed_domains(ranked, crawldb).collect())
     return chosen, over_budget(ranked, ctx).collect()
 
 
@@ -327,6 +338,37 @@ def test_hosts_the_operator_named_are_not_held_to_their_domains_budget(
     hosts, deferred = _budget_run(spark, tmp_path, None, named, ("budget.trust_seed_domains=true",))
     assert _by_domain(hosts)["farm.test"] == 40
     assert not [r for r in deferred if r["url"].split("/")[2].endswith("farm.test")]
+
+
+def test_a_domain_policy_page_cap_is_the_domains_budget_up_or_down(
+    spark: Any, tmp_path: Path
+) -> None:
+    # the farm earns 10 a segment, popular.test 25 (max_pages): the operator
+    # raises the first and lowers the second; over a policy's cap nothing is
+    # deferred (it waits for the next segment)
+    hosts, deferred = _budget_run(
+        spark, tmp_path, None, budgets={"farm.test": 30, "popular.test": 12}
+    )
+    assert _by_domain(hosts)["farm.test"] == 30
+    assert _by_domain(hosts)["popular.test"] == 12
+    assert not deferred
+
+
+def test_generate_names_seed_domains_whose_other_hosts_wait_on_the_budget(
+    spark: Any, tmp_path: Path
+) -> None:
+    # w0 seeded: its 4 pages go; of the farm's 36 others, 10 fit the budget,
+    # 26 of the domain's 40 due URLs are deferred: more than half
+    starved: list[Any] = []
+    _budget_run(spark, tmp_path, None, {"w0.farm.test": "seed"}, starved=starved)
+    assert [(r["domain"], r["due"], r["deferred"], r["budget"]) for r in starved] == [
+        ("farm.test", 40, 26, 10)
+    ]
+    # every host seeded, or the domain trusted: nothing to say
+    starved.clear()
+    _budget_run(spark, tmp_path, None, {"w0.farm.test": "seed"},
+                ("budget.trust_seed_domains=true",), starved=starved)  # fmt: skip
+    assert starved == []
 
 
 def test_a_pattern_of_duplicates_gets_only_its_probes_even_on_a_seeded_host(

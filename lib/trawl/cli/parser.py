@@ -240,7 +240,23 @@ def _policy_parser(sub: Any) -> None:
         help="no fetches until then (UTC if no zone; a past time ends a pause)",
     )
     pause.add_argument("--pause-for", metavar="DURATION", help="no fetches for 30m, 2h, 1d ...")
-    p.add_argument("--max-pages", type=int, metavar="N", help="at most N pages per cycle")
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        metavar="N",
+        help="at most N pages per cycle; on a domain also its budget (raises or lowers STAR's)",
+    )
+    _policy_author(p)
+    p = verbs.add_parser(
+        "budget",
+        help="pages per cycle for a host or domain (on a domain: its budget, up or down)",
+        description="Same as `policy set --max-pages N`. On a domain it replaces the budget "
+        "the domain earns from the domains linking to it (IRLbot's STAR), higher or lower, "
+        "within generate.max_per_domain.",
+    )
+    _common(p)
+    _policy_target_args(p, required=True)
+    p.add_argument("--pages", type=int, required=True, metavar="N", help="pages per cycle")
     _policy_author(p)
     p = verbs.add_parser("list", help="the rules in force (or every change with --history)")
     _common(p)

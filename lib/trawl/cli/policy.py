@@ -87,6 +87,9 @@ def _policy_change(store: PolicyStore, args: argparse.Namespace) -> PolicyRule:
     now = datetime.now(UTC)  # an operator action happens now
     if args.policy_command == "clear":
         return store.clear(scope, target, set_by=by, reason=args.reason, at=now)
+    if args.policy_command == "budget":
+        change = RuleChange(None, None, None, args.pages)
+        return store.set(scope, target, change, set_by=by, reason=args.reason, at=now)
     pause = parse_time(args.pause_until) if args.pause_until is not None else None
     if args.pause_for is not None:
         pause = pause_end(now, parse_duration(args.pause_for))

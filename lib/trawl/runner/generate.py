@@ -38,6 +38,8 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
     write_segment_table(generated.fetchlist, root, ctx.segment, "fetchlist")
     written = read_segment_table(spark, root, ctx.segment, "fetchlist")
     stats, deferred = concurrently(lambda: fetchlist_stats(written), generated.deferred.count)
+    if deferred and generated.starved is not None:
+        warn_starved(generated.starved.collect())
     marks = mark_generated(written, generated.deferred, ctx.stage, rows=stats["urls"] + deferred)
     if marks is not None:
         merge(spark, root, marks)
@@ -46,6 +48,19 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
     counters = [*generate_counters(stats), ("generate/deferred/budget", deferred)]
     write_counters(ctx.files, ctx.segment, "generate", counters)
     return generate_result(ctx, stats)
+
+
+def warn_starved(rows: list[Any]) -> None:
+    """Tell the operator which seeded domains' other hosts wait on the
+    domain's budget (``starved_seed_domains``), and what to set."""
+    for r in sorted(rows, key=lambda r: (-r["deferred"], r["domain"])):
+        say(
+            f"generate: warning: {r['deferred']} of {r['due']} due URLs of {r['domain']}, "
+            f"a domain you seeded, were deferred by its budget ({r['budget']} pages a "
+            "segment): its hosts the seeds did not name count as discovered. If you run "
+            "the whole domain, set budget.trust_seed_domains = true, or give it a budget "
+            f"of its own: trawl policy budget --domain {r['domain']} --pages N --reason ..."
+        )
 
 
 def fetchlist_stats(fetchlist: DataFrame) -> dict[str, int]:

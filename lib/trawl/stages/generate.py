@@ -44,7 +44,7 @@ from trawl.stages.common import (
     release,
     sql_in,
 )
-from trawl.stages.ranking import due_urls, rank_due, rank_order
+from trawl.stages.ranking import due_urls, rank_due, rank_order, trusted_hosts
 from trawl.store.schemas import FETCHLIST_SCHEMA
 from trawl.store.tables import Merge
 
@@ -87,16 +87,22 @@ def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     return chosen.orderBy(*rank_order()).limit(ctx.cfg.generate.top_n).select(*_chosen_columns())
 
 
+def _left_out_by_budget() -> Column:
+    """A ranked row (``rank_due``) over its domain's budget alone, within
+    every other cap; a host the operator named is never."""
+    return (
+        ~F.col("trusted")
+        & (F.col("budget_rank") > F.col("budget_cap"))
+        & (F.col("budget") < F.col("static_domain_cap"))
+    )
+
+
 def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     """Due URLs left out by their domain's budget alone (within every other
     cap): to be deferred (BEAST), each with its new due time and count.
     Deferrals in a row double the wait (``trawl.crawldb.budgets.defer_interval_s``)."""
     b = ctx.cfg.budget
-    over = ranked.filter(
-        ~F.col("trusted")
-        & (F.col("budget_rank") > F.col("budget_cap"))
-        & (F.col("budget") < F.col("static_domain_cap"))
-    )
+    over = ranked.filter(_left_out_by_budget())
     deferrals = F.coalesce(F.col("deferrals"), F.lit(0))
     wait_s = F.least(
         F.lit(b.defer_max_s), F.lit(b.defer_s) * F.pow(2.0, F.least(deferrals, F.lit(64)))
@@ -108,6 +114,26 @@ def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
         F.timestamp_seconds(F.lit(ctx.at.timestamp()) + wait_s).alias("next_fetch_at"),
         (deferrals + 1).alias("deferrals"),
     )
+
+
+def starved_seed_domains(ranked: DataFrame, crawldb: DataFrame) -> DataFrame:
+    """(domain, due, deferred, budget): registered domains of hosts the
+    operator named (``trusted_hosts``) with more than half their due URLs
+    deferred by the domain's budget in this segment. The named hosts are
+    never deferred; these are their siblings, which count as discovered
+    unless ``budget.trust_seed_domains``: an operator who runs the whole
+    domain should be told."""
+    _, domains = trusted_hosts(crawldb)
+    counts = (
+        ranked.join(F.broadcast(domains), "domain", "left_semi")
+        .groupBy("domain")
+        .agg(
+            F.count("*").alias("due"),
+            F.sum(_left_out_by_budget().cast("int")).alias("deferred"),
+            F.max(F.when(~F.col("trusted"), F.col("budget"))).alias("budget"),
+        )
+    )
+    return counts.filter(F.col("deferred") * 2 > F.col("due"))
 
 
 def with_host_hints(chosen: DataFrame, hostdb: DataFrame) -> DataFrame:
@@ -272,6 +298,7 @@ class Generated:
     fetchlist: DataFrame
     deferred: DataFrame
     cached: list[DataFrame]
+    starved: DataFrame | None = None  # starved_seed_domains
 
     def release(self) -> None:
         release(*self.cached)
@@ -302,4 +329,5 @@ def generate(
     chosen = with_follow_quota(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx)
     chosen = materialize(chosen)
     deferred = materialize(over_budget(ranked, ctx))
-    return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred])
+    starved = starved_seed_domains(ranked, crawldb)
+    return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred], starved)

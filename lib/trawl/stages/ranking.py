@@ -309,8 +309,10 @@ def rank_due(
     static_cap = F.least(F.lit(g.max_per_domain), F.col("domain_max_pages"))
     if b.enabled and domainlinks is not None:
         budgets = F.broadcast(domain_budgets(domainlinks, ctx).select("domain", "budget"))
+        # a domain policy's page cap is the operator's budget for the domain:
+        # it replaces the STAR budget, raising or lowering it
         due = due.join(budgets, "domain", "left").withColumn(
-            "budget", F.coalesce(F.col("budget"), F.lit(b.min_pages))
+            "budget", F.coalesce(F.col("domain_max_pages"), F.col("budget"), F.lit(b.min_pages))
         )
         due = with_trust(due, crawldb, ctx)
     else:
