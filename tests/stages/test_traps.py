@@ -4,8 +4,8 @@
 What an operator relies on: each trap host's pages fetched per segment stay
 within the per-host cap, and its new URLs within the per-host and
 per-pattern caps; the link farm's domain within its budget; session ids
-stripped; echoing and faceted URLs refused by shape; soft 404s found by the
-probe; ordinary hosts crawled as if the traps were not there; every URL kept
+stripped; echoing and faceted URLs refused by shape and query; soft 404s
+found by the probe; ordinary hosts crawled as if the traps were not there; every URL kept
 out has a reason in SQL and in ``trawl stats``; and a URL deferred by its
 domain's budget comes back once the domain earns more.
 """
@@ -159,6 +159,14 @@ def test_session_ids_are_stripped_and_shapes_refused(crawl: Crawl) -> None:
     assert echo and max(Counter(p.split("/")).most_common(1)[0][1] for p in echo) <= 4
     facets = [u for u in urls if _host(u) == TRAP_HOSTS["facets"]]
     assert facets and max(urlsplit(u).query.count("&") + 1 for u in facets) <= 8
+    # one spelling per set of filters, and a bounded number of sets
+    sets = Counter(frozenset(urlsplit(u).query.split("&")) for u in facets if "?" in u)
+    assert max(sets.values()) == 1
+    names = {frozenset(p.split("=")[0] for p in s) for s in sets}
+    assert len(names) <= crawl.cfg.traps.max_query_sets
+    rejected = crawl.table("rejected").filter(F.col("host") == TRAP_HOSTS["facets"])
+    reasons = {r["reason"] for r in rejected.select("reason").distinct().collect()}
+    assert {"trap/query_order", "trap/facets"} <= reasons
 
 
 def test_soft_404s_are_found_by_the_probe(crawl: Crawl) -> None:
@@ -195,7 +203,7 @@ def test_every_url_kept_out_has_a_reason_in_sql_and_stats(crawl: Crawl) -> None:
     stats = run_stats(crawl.ctx(0))
     reasons = {r["reason"]: r["urls"] for r in stats["rejected"]}
     assert reasons.get("cap/new_per_pattern", 0) > 0
-    assert all(r.startswith(("normalize/", "filter/", "cap/")) for r in reasons), reasons
+    assert all(r.startswith(("normalize/", "filter/", "cap/", "trap/")) for r in reasons), reasons
     assert sum(r["rejected"] or 0 for r in stats["segments"]) == sum(reasons.values())
     assert {r["reason"] for r in stats["deferred"]} == {"budget/domain"}
     # the farm per domain: one host named (its seeded entrance), the rest on

@@ -4,11 +4,12 @@
 sitemaps, how often each page changes and, on request (``dup_families``),
 near-duplicate families of articles with their ground truth;
 ``TestWeb(model, out_dir)`` serves them from one process on 127.0.1.x, as of
-a logical time (``set_time``), and logs every request (with ``hostile=True``
-and ``traps=True`` also the hostile hosts of ``trawl.testweb.hostile`` and
-the crawler traps of ``trawl.testweb.traps``); ``politeness_audit``
-and ``robots_audit`` check a crawl against that log and the model's ground
-truth. Stdlib only, no pyspark.
+a logical time (``set_time``), and logs every request (with ``hostile=True``,
+``traps=True`` and ``estate=n`` also the hostile hosts of
+``trawl.testweb.hostile``, the crawler traps of ``trawl.testweb.traps`` and
+the seeded sites under one domain of ``trawl.testweb.estate``);
+``politeness_audit`` and ``robots_audit`` check a crawl against that log and
+the model's ground truth. Stdlib only, no pyspark.
 """
 
 from __future__ import annotations

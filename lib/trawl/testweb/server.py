@@ -24,6 +24,10 @@ which writes raw bytes, and are logged with ``"hostile": true``. With
 ``traps=True`` the crawler traps of ``trawl.testweb.traps`` are served on
 127.0.10.x, as ordinary keep-alive responses built by that module, and logged
 with ``"trap": <kind>``; their entrances are appended to ``seeds.txt``.
+With ``estate=n`` the first ``n`` hosts of ``trawl.testweb.estate``, an
+operator's sites under one registered domain, are served the same way, each
+on its own 127.0.11.x listener, and logged with ``"estate": true``; their home
+pages are appended to ``seeds.txt``.
 """
 
 from __future__ import annotations
@@ -45,12 +49,15 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-from trawl.testweb import hostile, traps
+from trawl.testweb import estate, hostile, traps
 from trawl.testweb.changes import EPOCH
+from trawl.testweb.estate import MAX_HOSTS as ESTATE_MAX_HOSTS
 from trawl.testweb.model import WebModel, make_url
 from trawl.testweb.render import Conditions, respond
 
 BIND_ATTEMPTS = 20
+# A page the traps or the estate built: status, header fields, body.
+BuiltPage = tuple[int, tuple[tuple[str, str], ...], bytes]
 
 
 class _AccessLog:
@@ -132,7 +139,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._serve_hostile(host, path, local_ip, start)
             return
         if web.traps and traps.is_trap(host):
-            self._serve_trap(host, path, local_ip, start, send_body)
+            page = traps.respond(host, path, web.port, [h.name for h in web.model.hosts])
+            mark: dict[str, Any] = {"trap": traps.kind_of(host)}
+            self._serve_built(host, path, local_ip, start, send_body, page, mark)
+            return
+        if web.estate and estate.is_estate(host, web.estate):
+            built = estate.respond(host, path)
+            self._serve_built(host, path, local_ip, start, send_body, built, {"estate": True})
             return
         at = web.time
         resp = respond(
@@ -206,18 +219,26 @@ class _Handler(BaseHTTPRequestHandler):
             | {"retry_after": None, "at": web.time.isoformat(), "version": None, "hostile": True}
         )
 
-    def _serve_trap(
-        self, host: str, path: str, local_ip: str, start: float, send_body: bool
+    def _serve_built(
+        self,
+        host: str,
+        path: str,
+        local_ip: str,
+        start: float,
+        send_body: bool,
+        page: BuiltPage,
+        mark: dict[str, Any],
     ) -> None:
-        """A host of ``trawl.testweb.traps``: an ordinary response, built there."""
+        """A host of ``trawl.testweb.traps`` or ``trawl.testweb.estate``: an
+        ordinary response built there, logged with ``mark`` (what it came from:
+        ``"trap": <kind>``, ``"estate": true``)."""
         web = self.server.web
-        page = traps.respond(host, path, web.port, [h.name for h in web.model.hosts])
-        self._send(page.status, page.headers, page.body, send_body)
-        sent = len(page.body) if send_body else 0
+        status, headers, body = page
+        self._send(status, headers, body, send_body)
         web._log(
-            self._record(host, path, local_ip, start, page.status, sent)
+            self._record(host, path, local_ip, start, status, len(body) if send_body else 0)
             | {"retry_after": None, "at": web.time.isoformat(), "version": None}
-            | {"trap": traps.kind_of(host)}
+            | mark
         )
 
 
@@ -229,8 +250,10 @@ class TestWeb:
     ``hostile=True`` also serves the catalogue of ``trawl.testweb.hostile``
     (its names in ``hosts``, never in ``seeds.txt``); ``traps=True`` the traps
     of ``trawl.testweb.traps`` (their names in ``hosts``, their entrances at
-    the end of ``seeds.txt``). ``at`` sets the clock (``set_time``) from the
-    start.
+    the end of ``seeds.txt``); ``estate=n`` the first ``n`` hosts of
+    ``trawl.testweb.estate`` (0: none; their names in ``hosts``, their home
+    pages last in ``seeds.txt``). ``at`` sets the clock (``set_time``) from
+    the start.
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -244,13 +267,17 @@ class TestWeb:
         *,
         hostile: bool = False,
         traps: bool = False,
+        estate: int = 0,
         at: datetime = EPOCH,
     ) -> None:
+        if not 0 <= estate <= ESTATE_MAX_HOSTS:
+            raise ValueError(f"estate: 0 to {ESTATE_MAX_HOSTS} hosts, not {estate}")
         self.model = model
         self._time = EPOCH
         self.set_time(at)
         self.hostile = hostile
         self.traps = traps
+        self.estate = estate
         self.out_dir = Path(out_dir)
         self.n_seeds = n_seeds
         self.stopping = False
@@ -313,10 +340,14 @@ class TestWeb:
             hosts_text += hostile.hosts_file_text()
         if self.traps:
             hosts_text += traps.hosts_file_text()
+        if self.estate:
+            hosts_text += estate.hosts_file_text(self.estate)
         self.hosts_file.write_text(hosts_text, encoding="utf-8")
         seeds = self.model.seed_urls(self.n_seeds, self._port)
         if self.traps:
             seeds += traps.seed_urls(self._port)
+        if self.estate:
+            seeds += estate.seed_urls(self._port, self.estate)
         self.seeds_file.write_text("".join(f"{u}\n" for u in seeds), encoding="utf-8")
         self._log_file = _AccessLog(self.access_log)
         self.stopping = False
@@ -365,6 +396,10 @@ class TestWeb:
             if any(ipaddress.ip_address(ip) in traps.TRAP_NET for ip in self.model.ips):
                 raise ValueError("the model's addresses reach into the traps' 127.0.10.x")
             ips = ips + traps.listen_addresses()
+        if self.estate:
+            if any(ipaddress.ip_address(ip) in estate.ESTATE_NET for ip in self.model.ips):
+                raise ValueError("the model's addresses reach into the estate's 127.0.11.x")
+            ips = ips + estate.listen_addresses(self.estate)
         attempts = 1 if self._want_port else BIND_ATTEMPTS
         for _ in range(attempts):
             servers: list[_Server] = []
