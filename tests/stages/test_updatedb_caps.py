@@ -46,7 +46,10 @@ def _run(spark: Any, new: list[tuple[str, float]], earlier: list[tuple[str, floa
         None if bad is None else spark.createDataFrame([(p,) for p in bad], "pattern string"),
         None
         if known is None
-        else spark.createDataFrame(known, "url string, discovered_segment string"),
+        else spark.createDataFrame(
+            [(u, u.split("/")[2], seg) for u, seg in known],
+            "url string, host string, discovered_segment string",
+        ),
     )
     assert set(kept.columns) >= set(KEY)
     return (

@@ -95,6 +95,7 @@ def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> tuple[Da
     older = F.col("discovered_segment").isNull() | (F.col("discovered_segment") != ctx.segment)
     seen = (
         known.filter(older & F.col("url").contains("?"))
+        .join(F.broadcast(queried.select("host").distinct()), "host", "left_semi")
         .select(resource.alias("_res"), names.alias("_names"), pairs.alias("_pairs"))
         .filter(F.col("_pairs").isNotNull())
         .join(F.broadcast(queried.select("_res").distinct()), "_res", "left_semi")
