@@ -27,7 +27,10 @@ web (and access log) on one port, so every policy sees the same URLs.
 Policies (``--policies``) and what makes them comparable at equal budget:
 
 - ``lagrangian``, ``change_prob``: ``[schedule]`` defaults (1-day minimum
-  interval; ``top_n`` picks by the revisit index);
+  interval; ``top_n`` picks by the revisit index); ``lagrangian_p50`` the
+  Lagrangian with ``schedule.due_change_prob`` = 0.5 (a page is a candidate
+  once it has changed with probability 0.5, not after the minimum
+  interval);
 - ``uniform``: ``fetch_interval_s`` = 1 day, so every page is due every
   cycle and the least recently read ``B`` are taken: round-robin with period
   pages/B days (the simulator's uniform). With the interval set to pages/B
@@ -102,7 +105,11 @@ VARIANTS = {
     "adaptive_1d": ("adaptive", "1d"),
     "uniform": ("uniform", "1d"),
     "uniform_due": ("uniform", "budget"),
+    "lagrangian_p50": ("lagrangian", None),
 }
+# settings a variant adds to its policy's: the Lagrangian with a revisit
+# threshold (a page is due once it has changed with probability 0.5)
+EXTRA_SETTINGS = {"lagrangian_p50": ["schedule.due_change_prob=0.5"]}
 # true change rate (per day) buckets: (upper bound, name)
 RATE_BUCKETS = ((0.0, "static"), (0.1, "slow<0.1/d"), (1.0, "0.1-1/d"), (math.inf, "fast>1/d"))
 
@@ -177,7 +184,7 @@ def policy_settings(name: str, budget: int, tracked: int) -> list[str]:
         out.append(f"schedule.fetch_interval_s={DAY_S}")
     elif interval == "budget":
         out.append(f"schedule.fetch_interval_s={tracked / budget * DAY_S}")
-    return out
+    return out + EXTRA_SETTINGS.get(name, [])
 
 
 def block_robots_outages(root: str, model: WebModel) -> list[str]:
