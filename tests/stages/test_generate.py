@@ -354,6 +354,25 @@ def test_a_domain_policy_page_cap_is_the_domains_budget_up_or_down(
     assert not deferred
 
 
+def test_stats_show_the_operators_budget_beside_stars(spark: Any) -> None:
+    from trawl.stages.stats import domain_budgets
+    from trawl.store.schemas import DOMAINLINKS_SCHEMA
+
+    policy = {**dict.fromkeys(POLICY_SCHEMA.fieldNames()), "scope": "domain",
+              "target": "farm.test", "action": "budget", "max_pages_per_cycle": 30,
+              "set_at": AT - timedelta(hours=1)}  # fmt: skip
+    links = [("popular.test", "farm.test", "s0", "s0")]
+    rows = domain_budgets(
+        spark.createDataFrame(_budget_crawldb(None), CRAWLDB_SCHEMA),
+        spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
+        StageContext(load_config(None, ["budget.min_pages=6"], environ={}), "seg1", AT),
+        spark.createDataFrame([policy], POLICY_SCHEMA),
+    )
+    by_domain = {r["domain"]: (r["star_budget"], r["policy_budget"]) for r in rows}
+    assert by_domain["farm.test"] == (10, 30)  # one linking domain x 10; the operator's 30
+    assert by_domain["quiet.test"] == (6, None)
+
+
 def test_generate_names_seed_domains_whose_other_hosts_wait_on_the_budget(
     spark: Any, tmp_path: Path
 ) -> None:

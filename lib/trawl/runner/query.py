@@ -23,11 +23,11 @@ class QueryError(ValueError):
 
 def run_stats(ctx: JobContext) -> dict[str, list[dict[str, Any]]]:
     """``trawl stats``: the summary tables of the crawl, by title."""
-    crawldb, counters, rejected, domainlinks = (
+    crawldb, counters, rejected, domainlinks, policy = (
         read_table(ctx.spark, ctx.root, n)
-        for n in ("crawldb", "counters", "rejected", "domainlinks")
+        for n in ("crawldb", "counters", "rejected", "domainlinks", "policy")
     )
-    return crawl_stats(crawldb, counters, rejected, domainlinks, ctx.stage)
+    return crawl_stats(crawldb, counters, rejected, domainlinks, ctx.stage, policy)
 
 
 def run_sql(ctx: JobContext, query: str) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from trawl.crawldb.status import HAS_CONTENT
 from trawl.stages.common import StageContext
 from trawl.stages.ranking import domain_budgets as star_budgets
-from trawl.stages.ranking import trusted_hosts
+from trawl.stages.ranking import effective_policy, trusted_hosts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,14 +27,16 @@ TOP_DOMAINS = 20
 
 
 def domain_budgets(
-    crawldb: DataFrame, domainlinks: DataFrame, ctx: StageContext
-) -> list[dict[str, Any]]:
+    crawldb: DataFrame, domainlinks: DataFrame, ctx: StageContext,
+    policy: DataFrame | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
     """Per registered domain (the ``TOP_DOMAINS`` with the most URLs): its
     hosts and how many the operator named (each a budget group of its own,
     ``budget.seed_host_pages`` a segment), its STAR budget a segment (pages
     per distinct other domain linking to it, between ``budget.min_pages``
-    and ``budget.max_pages``; none when budgets are off), and its URLs:
-    with content, due, and deferred, with the reasons."""
+    and ``budget.max_pages``; none when budgets are off), the operator's
+    budget (a domain policy's page cap, which replaces STAR's; none without
+    one), and its URLs: with content, due, and deferred, with the reasons."""
     b = ctx.cfg.budget
     named, _ = trusted_hosts(crawldb)
     hosts = crawldb.select("domain", "host").distinct()
@@ -65,19 +67,27 @@ def domain_budgets(
         rows = rows.select(
             "*", F.lit(0).alias("linking"), F.lit(None).cast("int").alias("star_budget")
         )
+    if policy is not None:
+        caps = effective_policy(policy, ctx, "domain").select(
+            "domain", F.col("domain_max_pages").alias("policy_budget")
+        )
+        rows = rows.join(caps, "domain", "left")
+    else:
+        rows = rows.withColumn("policy_budget", F.lit(None).cast("int"))
     top = rows.orderBy(F.col("urls").desc(), "domain").limit(TOP_DOMAINS)
     return [
         r.asDict()
         for r in top.select(
             "domain", "hosts", "named_hosts", F.col("linking").alias("linking_domains"),
-            "star_budget", "urls", "with_content", "due", "deferred", "deferred_why",
+            "star_budget", "policy_budget", "urls", "with_content", "due", "deferred",
+            "deferred_why",
         ).collect()
     ]  # fmt: skip
 
 
 def crawl_stats(
     crawldb: DataFrame, counters: DataFrame, rejected: DataFrame,
-    domainlinks: DataFrame, ctx: StageContext,
+    domainlinks: DataFrame, ctx: StageContext, policy: DataFrame | None = None,
 ) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
     """The summary tables of one crawl, by title."""
     spark = crawldb.sparkSession
@@ -137,5 +147,5 @@ def crawl_stats(
                 "ORDER BY urls DESC, domain LIMIT 20"
             ).collect()
         ],
-        "domains": domain_budgets(crawldb, domainlinks, ctx),
+        "domains": domain_budgets(crawldb, domainlinks, ctx, policy),
     }
