@@ -23,9 +23,10 @@ from urllib.parse import urlsplit
 import pytest
 from pyspark.sql import functions as F
 
+from tests.stages.daily import across_segments, run_days
 from trawl.config import Config, load_config
-from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
-from trawl.store.tables import read_segment_table, read_table
+from trawl.runner import JobContext, run_inject, segment_id
+from trawl.store.tables import read_table
 from trawl.testweb import TestWeb, WebModel, estate
 from trawl.testweb.audit import politeness_audit
 from trawl.testweb.estate import ESTATE_DOMAIN, estate_hosts, estate_paths
@@ -65,19 +66,10 @@ class Crawl:
     def table(self, name: str) -> Any:
         return read_table(self.spark, self.root, name)
 
-    def segment_tables(self, name: str) -> Any:
-        frames = [
-            read_segment_table(self.spark, self.root, seg, name).withColumn("segment", F.lit(seg))
-            for seg in self.segments
-        ]
-        out = frames[0]
-        for frame in frames[1:]:
-            out = out.unionByName(frame)
-        return out
-
     def estate_pages(self) -> list[Any]:
         """The estate's page fetches of every segment that reached the server."""
-        fetch = self.segment_tables("fetch").filter("kind = 'page'")
+        fetch = across_segments(self.spark, self.root, self.segments, "fetch")
+        fetch = fetch.filter("kind = 'page'")
         fetch = fetch.filter("outcome <> 'not_reached'")
         return fetch.filter(F.col("host").endswith(f".{ESTATE_DOMAIN}")).collect()
 
@@ -106,12 +98,7 @@ def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Craw
         seeds.write_text("".join(f"{u}\n" for u in estate.seed_urls(web.port, HOSTS)))
         state = Crawl(spark, cfg, str(out / "crawl"), web.access_log, [])
         run_inject(state.ctx(0), [str(seeds)])
-        for day in range(cycles_politeness_needs(cfg)):
-            ctx = state.ctx(day)
-            state.segments.append(ctx.segment)
-            run_generate(ctx)
-            run_fetch(ctx)
-            run_updatedb(ctx)
+        state.segments += run_days(state.ctx, cycles_politeness_needs(cfg))
         yield state
 
 

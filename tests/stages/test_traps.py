@@ -22,15 +22,14 @@ from urllib.parse import urlsplit
 import pytest
 from pyspark.sql import functions as F
 
+from tests.stages.daily import across_segments, run_days
 from trawl.config import Config, load_config
 from trawl.crawldb.budgets import path_pattern
 from trawl.runner import (
     JobContext,
-    run_fetch,
     run_generate,
     run_inject,
     run_stats,
-    run_updatedb,
     segment_id,
 )
 from trawl.store.tables import read_segment_table, read_table, table_path
@@ -65,16 +64,8 @@ class Crawl:
         return read_table(self.spark, self.root, name)
 
     def fetched_pages(self) -> Any:
-        frames = [
-            read_segment_table(self.spark, self.root, seg, "fetch").withColumn(
-                "segment", F.lit(seg)
-            )
-            for seg in self.segments
-        ]
-        out = frames[0]
-        for frame in frames[1:]:
-            out = out.unionByName(frame)
-        return out.filter("kind = 'page'")
+        fetch = across_segments(self.spark, self.root, self.segments, "fetch")
+        return fetch.filter("kind = 'page'")
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +92,7 @@ def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Craw
         seeds = web.seeds_file.read_text().split()
         state = Crawl(spark, cfg, str(out / "crawl"), model, seeds, [])
         run_inject(state.ctx(0), [str(web.seeds_file)])
-        for day in range(CYCLES):
-            ctx = state.ctx(day)
-            state.segments.append(ctx.segment)
-            run_generate(ctx)
-            run_fetch(ctx)
-            run_updatedb(ctx)
+        state.segments += run_days(state.ctx, CYCLES)
         yield state
 
 
