@@ -34,8 +34,21 @@ def spark() -> Iterator[Any]:
     from trawl.config import load_config
     from trawl.store.session import build_spark
 
+    # One JVM serves some 2,700 tests: the blocks earlier modules cached or
+    # checkpointed pile up in it, and blocks under spark.memory.storageFraction
+    # of the unified region cannot be evicted, so at the default 1 GiB a late
+    # crawl (the seeded estate's 3,000 URLs) found no execution memory left
+    # (UNABLE_TO_ACQUIRE_MEMORY). 2 GiB, and a smaller share kept for storage
+    # (evicted blocks go to disk), give the whole run room.
     cfg = load_config(
-        None, ["spark.master=local[2]", "spark.shuffle_partitions=2", "spark.log_level=ERROR"]
+        None,
+        [
+            "spark.master=local[2]",
+            "spark.shuffle_partitions=2",
+            "spark.log_level=ERROR",
+            "spark.conf.spark.driver.memory=2g",
+            "spark.conf.spark.memory.storageFraction=0.2",
+        ],
     )
     session = build_spark(cfg)
     yield session
