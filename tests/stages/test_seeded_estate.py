@@ -15,7 +15,6 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,17 +22,15 @@ from urllib.parse import urlsplit
 import pytest
 from pyspark.sql import functions as F
 
-from tests.stages.daily import across_segments, run_days
+from tests.stages.daily import DailyCrawl, across_segments, run_days
 from trawl.config import Config, load_config
-from trawl.runner import JobContext, run_inject, segment_id
-from trawl.store.tables import read_table
+from trawl.runner import run_inject
 from trawl.testweb import TestWeb, WebModel, estate
 from trawl.testweb.audit import politeness_audit
 from trawl.testweb.estate import ESTATE_DOMAIN, estate_hosts, estate_paths
 
 pytestmark = pytest.mark.crawl  # Spark crawls of the test web
 
-AT = datetime(2026, 12, 1, tzinfo=UTC)
 HOSTS = estate.ESTATE_HOSTS  # 30
 MIN_DELAY_S = 0.05
 # Pages per host first linked at each depth from its home page: 1, 9, 90.
@@ -52,19 +49,9 @@ def cycles_politeness_needs(cfg: Config) -> int:
 
 
 @dataclass
-class Crawl:
-    spark: Any
-    cfg: Config
-    root: str
+class Crawl(DailyCrawl):
     access_log: Path
     segments: list[str]
-
-    def ctx(self, day: int) -> JobContext:
-        at = AT + timedelta(days=day)
-        return JobContext(self.spark, self.cfg, self.root, segment_id(at), at)
-
-    def table(self, name: str) -> Any:
-        return read_table(self.spark, self.root, name)
 
     def estate_pages(self) -> list[Any]:
         """The estate's page fetches of every segment that reached the server."""

@@ -15,22 +15,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from pyspark.sql import functions as F
 
-from tests.stages.daily import across_segments, run_days
-from trawl.config import Config, load_config
+from tests.stages.daily import DailyCrawl, across_segments, run_days
+from trawl.config import load_config
 from trawl.crawldb.budgets import path_pattern
 from trawl.runner import (
-    JobContext,
     run_generate,
     run_inject,
     run_stats,
-    segment_id,
 )
 from trawl.store.tables import read_segment_table, read_table, table_path
 from trawl.store.views import register_views
@@ -39,7 +36,6 @@ from trawl.testweb.traps import FARM_DOMAIN, SESSION_PARAMS, TRAP_HOSTS, is_trap
 
 pytestmark = pytest.mark.crawl  # Spark crawls of the test web
 
-AT = datetime(2026, 12, 1, tzinfo=UTC)
 CYCLES = 3
 PER_HOST = 8  # generate.max_per_host: pages fetched per host and segment
 NEW_PER_HOST = 30
@@ -48,20 +44,10 @@ MIN_PAGES = 12  # budget.min_pages: a domain nothing else links to
 
 
 @dataclass
-class Crawl:
-    spark: Any
-    cfg: Config
-    root: str
+class Crawl(DailyCrawl):
     model: WebModel
     seeds: list[str]
     segments: list[str]
-
-    def ctx(self, day: int) -> JobContext:
-        at = AT + timedelta(days=day)
-        return JobContext(self.spark, self.cfg, self.root, segment_id(at), at)
-
-    def table(self, name: str) -> Any:
-        return read_table(self.spark, self.root, name)
 
     def fetched_pages(self) -> Any:
         fetch = across_segments(self.spark, self.root, self.segments, "fetch")

@@ -31,6 +31,11 @@ VARIANT_SCHEMA = StructType(
 )
 
 
+def new_url_order() -> list[Column]:
+    """Which new URLs a cap keeps first: the best link score, then the fingerprint."""
+    return [F.col("score").desc(), F.col("url_fp")]
+
+
 def counter_key_col(url: Column) -> Column:
     """``trawl.crawldb.budgets.counter_key`` as a Spark column (the same patterns)."""
     origin = F.regexp_extract(url, ORIGIN_PREFIX, 0)
@@ -102,8 +107,7 @@ def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> tuple[Da
     )
     spelled = seen.select("_res", "_pairs").distinct().withColumn("_spelled", F.lit(True))
     queried = queried.join(spelled, ["_res", "_pairs"], "left")
-    order = [F.col("score").desc(), F.col("url_fp")]
-    first = F.row_number().over(Window.partitionBy("_res", "_pairs").orderBy(*order))
+    first = F.row_number().over(Window.partitionBy("_res", "_pairs").orderBy(*new_url_order()))
     queried = queried.withColumn("_first", first)
     reordered = F.coalesce(F.col("_spelled"), F.lit(False)) | (F.col("_first") > 1)
     cut = queried.filter(reordered).withColumn("rejected", F.lit("trap/query_order"))
@@ -183,7 +187,6 @@ def cap_new_urls(
     (redirect targets the fetcher followed) are not capped.
     """
     traps = ctx.cfg.traps
-    order = [F.col("score").desc(), F.col("url_fp")]
     pool = new.withColumn("_earlier", F.lit(False)).unionByName(
         earlier.withColumn("_earlier", F.lit(True))
     )
@@ -208,7 +211,7 @@ def cap_new_urls(
         ("pattern", pattern_cap, pattern_reason),
         ("host", F.lit(traps.max_new_per_host), F.lit("cap/new_per_host")),
     ):
-        rank = F.row_number().over(Window.partitionBy(column).orderBy(*order))
+        rank = F.row_number().over(Window.partitionBy(column).orderBy(*new_url_order()))
         pool = pool.withColumn("_rank", rank)
         cut.append(pool.filter(F.col("_rank") > cap).withColumn("rejected", reason))
         pool = pool.filter(F.col("_rank") <= cap).drop("_rank")
