@@ -45,6 +45,7 @@ BENCHES: dict[str, list[str]] = {
     "dedup_quality": ["bench/bench_dedup_quality.py", *DEDUP_QUALITY_SETTINGS],
     "freshness": ["bench/bench_freshness.py"],
     "stages": ["bench/bench_stages.py"],
+    "query": ["bench/bench_query.py"],
 }
 
 
@@ -168,6 +169,18 @@ def stages_row(r: dict[str, Any]) -> str:
     )
 
 
+def query_row(r: dict[str, Any]) -> str:
+    parts = [
+        f"{engine} {name} {_n(c['median_s'], 2)} s"
+        for engine, commands in r["engines"].items()
+        for name, c in commands.items()
+    ]
+    return (
+        f"{r['crawl']['urls']:,} URLs, median wall from the shell: {', '.join(parts)} "
+        f"(target {r['target_s']:g} s); {_checks(r['checks'])}"
+    )
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "fetch": fetch_row,
     "politeness": politeness_row,
@@ -177,6 +190,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "dedup_quality": dedup_quality_row,
     "freshness": freshness_row,
     "stages": stages_row,
+    "query": query_row,
 }
 
 

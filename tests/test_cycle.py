@@ -21,6 +21,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from trawl.config import Config, load_config
 from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
+from trawl.store.files import CrawlRoot
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
@@ -237,6 +238,107 @@ def test_stats_counts_urls_by_status(crawl: Crawl) -> None:
     assert all(r["named_hosts"] == r["hosts"] >= 1 for r in domains)
     assert all(r["star_budget"] >= crawl.cfg.budget.min_pages for r in domains)
     assert all(r["deferred"] == 0 and r["deferred_why"] == [] for r in domains)
+
+
+def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as both engines can be compared: times in UTC (Spark hands
+    naive local ones, DuckDB aware ones), whole numbers as ints."""
+
+    def cell(value: Any) -> Any:
+        if isinstance(value, datetime):
+            return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, list):
+            return [cell(v) for v in value]
+        if isinstance(value, dict):
+            return {k: cell(v) for k, v in value.items()}
+        return value
+
+    return [{k: cell(v) for k, v in row.items()} for row in rows]
+
+
+# Queries both engines take as written: the same table names, fetch over every segment.
+SAME_QUERIES = [
+    "SELECT status, count(*) AS n FROM crawldb GROUP BY status ORDER BY status",
+    "SELECT segment, kind, outcome, count(*) AS n FROM fetch GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    "SELECT f.url, c.status FROM fetch f JOIN crawldb c ON f.url = c.url "
+    "WHERE f.kind = 'page' ORDER BY f.url, c.status",
+    "SELECT host, robots_status, fetches FROM hostdb ORDER BY host",
+    "SELECT segment, job, name, value FROM counters ORDER BY segment, job, name",
+    "SELECT url, fetched_at, outlinks FROM fetch WHERE kind = 'page' ORDER BY url, segment",
+    "SELECT count(*) AS n FROM fetchlist",
+]
+
+
+def test_duckdb_and_spark_answer_the_same_queries_alike(crawl: Crawl) -> None:
+    from trawl.runner.query import sql_batches
+    from trawl.sql import lake_batches
+
+    root = CrawlRoot.of(crawl.root)
+    for query in SAME_QUERIES:
+        with lake_batches(root, query) as (_, batches):
+            on_duckdb = [row for b in batches for row in b.to_pylist()]
+        _, spark_batches = sql_batches(crawl.ctx(0), query)
+        on_spark = [row for b in spark_batches for row in b.to_pylist()]
+        assert on_duckdb, query
+        assert _plain(on_duckdb) == _plain(on_spark), query
+
+
+def test_stats_are_the_same_on_both_engines_and_agree_with_sql(crawl: Crawl) -> None:
+    from trawl.runner import run_sql, run_stats
+    from trawl.sql import lake_stats
+
+    ctx = crawl.ctx(0)
+    on_spark = run_stats(ctx)
+    on_duckdb = lake_stats(CrawlRoot.of(crawl.root), crawl.cfg, ctx.at)
+    assert list(on_duckdb) == list(on_spark)
+    for title, rows in on_duckdb.items():
+        assert _plain(rows) == _plain(on_spark[title]), title
+    # the numbers are what SQL over the tables says
+    (totals,) = run_sql(ctx, "SELECT count(*) AS urls, count(DISTINCT host) AS hosts FROM crawldb")
+    assert {k: on_duckdb["totals"][0][k] for k in ("urls", "hosts")} == totals
+    fetched = run_sql(
+        ctx, "SELECT segment, count(*) AS n FROM fetch WHERE kind = 'page' AND outcome = "
+        "'success' GROUP BY segment ORDER BY segment",
+    )  # fmt: skip
+    assert [(r["segment"], r["fetched"]) for r in on_duckdb["segments"]] == [
+        (r["segment"], r["n"]) for r in fetched
+    ]
+
+
+def test_sql_streams_csv_and_parquet_to_a_file_with_a_limit(crawl: Crawl, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from trawl.cli import main
+
+    query = "SELECT url, status FROM crawldb ORDER BY url"
+    for engine in ("duckdb", "spark"):
+        out = tmp_path / f"{engine}.parquet"
+        argv = ["sql", "--crawl", crawl.root, "--engine", engine, query, "--limit", "5"]
+        assert main([*argv, "--format", "parquet", "--out", str(out)]) == 0
+        assert pq.read_table(out).column_names == ["url", "status"]
+        assert pq.read_table(out).num_rows == 5
+        assert main([*argv, "--format", "csv", "--out", str(tmp_path / f"{engine}.csv")]) == 0
+    assert (tmp_path / "duckdb.csv").read_text() == (tmp_path / "spark.csv").read_text()
+    assert len((tmp_path / "duckdb.csv").read_text().splitlines()) == 6
+    assert list(tmp_path.glob(".*.part")) == []
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_reading_commands_leave_a_typod_root_untouched(
+    crawl: Crawl, tmp_path: Path, engine: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trawl.cli import main
+
+    typo = tmp_path / "crawl-typo"
+    at = ["--crawl", str(typo)]
+    for argv in (["stats", *at, "--engine", engine], ["sql", *at, "--engine", engine, "SELECT 1"],
+                 ["warc", "index", *at, "--out", str(tmp_path / "x.cdxj")],
+                 ["export", "warc", *at, "--out", str(tmp_path / "out")]):  # fmt: skip
+        assert main(argv) == 2, argv
+        assert f"no crawl at {typo}" in capsys.readouterr().err
+    assert sorted(tmp_path.iterdir()) == []
 
 
 def test_inject_names_a_url_crawldb_knew_from_a_link(crawl: Crawl, tmp_path: Path) -> None:

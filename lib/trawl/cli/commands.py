@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from trawl.cli.policy import policy_command
 from trawl.config import Config
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
 
 # Jobs that work on an existing segment: the newest when --segment is not given.
 SEGMENT_JOBS = ("fetch", "updatedb", "dedup", "events")
+# Commands that only read the crawl: a root without one is an error (exit 2),
+# never a new empty crawl.
+READING_COMMANDS = ("stats", "sql", "warc", "export")
 
 
 def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
@@ -46,6 +51,12 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         return policy_command(args, cfg)
     if args.command == "warc" and args.warc_command == "get":  # no JVM either
         return _warc_get(args, cfg)
+    if args.command in READING_COMMANDS:  # reads never write: no crawl, no JVM, exit 2
+        from trawl.store.lake import require_crawl
+
+        require_crawl(CrawlRoot.of(args.crawl, cfg.storage))
+        if args.command in ("stats", "sql") and args.engine == "duckdb":
+            return _query(args, cfg, None)
     return _spark_command(args, cfg)
 
 
@@ -57,8 +68,8 @@ def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
     if args.command in ("stats", "sql"):
         from trawl.runner import JobContext, segment_id
 
-        now = datetime.now(UTC)
-        return _query(JobContext(spark, cfg, root, segment_id(now), now), args)
+        now = args.at if args.command == "stats" and args.at else datetime.now(UTC)
+        return _query(args, cfg, JobContext(spark, cfg, root, segment_id(now), now))
     if args.command in ("warc", "export"):
         return _archive_command(spark, cfg, root, args)
     if args.command == "compact":
@@ -176,18 +187,79 @@ def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespac
     return 0
 
 
-def _query(ctx: Any, args: argparse.Namespace) -> int:
-    from trawl.report import emit
-    from trawl.runner import QueryError, run_sql, run_stats
+def _query(args: argparse.Namespace, cfg: Config, ctx: JobContext | None) -> int:
+    """``stats`` and ``sql`` on DuckDB (``ctx`` None) or on Spark."""
+    from trawl.store.lake import QueryError
 
     if args.command == "stats":
-        for title, rows in run_stats(ctx).items():
-            emit(rows, args.json, title)
-        return 0
+        return _stats(args, cfg, ctx)
+    fmt = args.format or ("json" if args.json else "table")
     try:
-        rows = run_sql(ctx, args.query)
+        with _result(args, cfg, ctx) as (schema, batches), _output(args.out) as out:
+            _write(batches, fmt, out, args.limit, schema)
     except QueryError as exc:
         print(f"trawl sql: {exc}", file=sys.stderr)
         return 2
-    emit(rows, args.json)
     return 0
+
+
+def _stats(args: argparse.Namespace, cfg: Config, ctx: JobContext | None) -> int:
+    import json
+
+    from trawl.report import emit
+
+    if ctx is None:
+        from trawl.sql import lake_stats
+
+        at = args.at or datetime.now(UTC)
+        sections = lake_stats(CrawlRoot.of(args.crawl, cfg.storage), cfg, at)
+    else:
+        from trawl.runner import run_stats
+
+        sections = run_stats(ctx)
+    if args.json:  # one object, a list of rows per section
+        from trawl.report import json_default
+
+        print(json.dumps(sections, default=json_default))
+        return 0
+    for title, rows in sections.items():
+        emit(rows, False, title)
+    return 0
+
+
+@contextmanager
+def _result(args: argparse.Namespace, cfg: Config, ctx: JobContext | None) -> Iterator[Any]:
+    if ctx is None:
+        from trawl.sql import lake_batches
+
+        with lake_batches(CrawlRoot.of(args.crawl, cfg.storage), args.query, args.limit) as got:
+            yield got
+    else:
+        from trawl.runner.query import sql_batches
+
+        yield sql_batches(ctx, args.query, args.limit)
+
+
+@contextmanager
+def _output(path: str | None) -> Iterator[BinaryIO]:
+    """Where a result goes: ``--out FILE`` (written whole or not at all:
+    a temporary file renamed at the end), else stdout."""
+    if path is None:
+        sys.stdout.flush()
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    part = target.with_name(f".{target.name}.part")
+    try:
+        with part.open("wb") as out:
+            yield out
+        part.replace(target)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _write(batches: Any, fmt: str, out: BinaryIO, limit: int | None, schema: Any) -> None:
+    from trawl.report import write_batches
+
+    write_batches(batches, fmt, out, limit, schema)

@@ -66,11 +66,42 @@ def _query_parsers(sub: Any) -> None:
     )
     _common(p)
     p.add_argument("tables", nargs="*", help="crawldb, hostdb, ... (default: every table)")
-    p = sub.add_parser("stats", help="crawldb statistics (readdb -stats and more)")
+    p = sub.add_parser(
+        "stats",
+        help="crawldb statistics (readdb -stats and more); reads only, no JVM by default",
+        description="The crawl summed up: URLs by status, segments, rejected and deferred "
+        "URLs, domains and their budgets. --json prints one object with a list per section.",
+    )
     _common(p)
-    p = sub.add_parser("sql", help="run SQL over the crawl tables")
+    _engine(p)
+    p.add_argument("--at", type=_at, help="the time 'due' is counted at (default: now)")
+    p = sub.add_parser(
+        "sql",
+        help="run SQL over the crawl tables; reads only, no JVM by default",
+        description="Tables: crawldb, hostdb, policy, counters, content, neardup, events, "
+        "rejected, domainlinks, hostparams, and fetch / fetchlist over every segment (with a "
+        "segment column). The result streams to stdout or --out; nothing is collected whole.",
+    )
     _common(p)
+    _engine(p)
     p.add_argument("query", help='e.g. "SELECT status, count(*) FROM crawldb GROUP BY 1"')
+    p.add_argument("--limit", type=_positive, metavar="N", help="at most N rows")
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "csv", "parquet"),
+        help="table (default), json (one object per line, as --json), csv, parquet",
+    )
+    p.add_argument("--out", metavar="FILE", help="write the result here (default: stdout)")
+
+
+def _engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--engine",
+        choices=("duckdb", "spark"),
+        default="duckdb",
+        help="duckdb (default: delta-rs and DuckDB, no JVM, about a second) or spark (a "
+        "Spark session, for queries too big for one machine)",
+    )
 
 
 def _demo_parsers(sub: Any) -> None:

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "runner": 8,
     "stats": 8,
     "report": 8,
+    "sql": 9,
     "demo": 9,
     "cli": 10,
     "devtools": 11,

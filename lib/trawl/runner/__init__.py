@@ -19,8 +19,9 @@ from trawl.runner.events import run_events
 from trawl.runner.fetch import run_fetch
 from trawl.runner.generate import run_generate
 from trawl.runner.inject import run_inject
-from trawl.runner.query import QueryError, run_compact, run_sql, run_stats
+from trawl.runner.query import run_compact, run_sql, run_stats
 from trawl.runner.updatedb import run_updatedb
+from trawl.store.lake import QueryError
 
 __all__ = [
     "JobContext",

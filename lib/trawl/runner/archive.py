@@ -16,8 +16,8 @@ from trawl.store.files import CrawlRoot, index_rel, warc_files, warc_rel
 from trawl.store.tables import (
     fetched_segments,
     list_segments,
+    read_existing,
     read_segments,
-    read_table,
     segment_exists,
 )
 from trawl.warc.cdxj import merge_indexes, write_index
@@ -54,7 +54,7 @@ def run_export(
     (``<name>.cdxj``, sorted) beside them."""
     segments = fetched_segments(ctx.spark, ctx.root, selection.segments)
     fetch = read_segments(ctx.spark, ctx.root, segments, "fetch")
-    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
+    crawldb = read_existing(ctx.spark, ctx.root, "crawldb")
     rows = select_captures(fetch, crawldb, selection).collect()
     name = name or f"{ctx.cfg.warc.prefix}-export-{segment_id(ctx.at)}"
     target = CrawlRoot.of(out_dir, ctx.cfg.storage)

@@ -255,6 +255,30 @@ def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
     return spark.read.format("delta").load(ensure_table(spark, root, name))
 
 
+def read_existing(spark: SparkSession, root: str, name: str) -> DataFrame:
+    """Table ``name`` as it is, for the commands that only read (``stats``,
+    ``sql``, ``warc``, ``export``): never created, altered or upgraded. A
+    table an older trawl never made reads as no rows, and the columns it
+    lacks as nulls, as ``trawl.store.lake`` shows them."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    schema, _ = TABLES[name]
+    path = table_path(root, name)
+    files = _files(root)
+    if files is not None and not files.names(f"{name}/_delta_log", ".json"):
+        return spark.createDataFrame([], schema)
+    try:
+        frame = spark.read.format("delta").load(path)
+    except AnalysisException:
+        if files is not None:
+            raise  # the log is there: a real error
+        return spark.createDataFrame([], schema)  # a root only Spark reaches, no table
+    have = set(frame.columns)
+    missing = [F.lit(None).cast(f.dataType).alias(f.name) for f in schema if f.name not in have]
+    return frame.select("*", *missing) if missing else frame
+
+
 def delta_table(spark: SparkSession, root: str, name: str) -> DeltaTable:
     from delta.tables import DeltaTable
 
