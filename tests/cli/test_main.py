@@ -15,6 +15,39 @@ def test_bad_config_override_is_a_clear_error(capsys: pytest.CaptureFixture[str]
     assert "unknown config key fetch.nope" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("options", "environ", "message"),
+    [
+        (["--set", "fetch.time_limit_s=abc"], {}, "fetch.time_limit_s must be a number, got 'abc'"),
+        (["--set", "fetch.tasks=true"], {}, "fetch.tasks must be an integer, got True"),
+        (["--set", "politeness.min_delay_s=-1"], {}, "politeness.min_delay_s must not be negative"),
+        ([], {"TRAWL__ROBOTS__CACHE_TTL_S": "172800"}, "robots.cache_ttl_s must be in [0, 86400]"),
+        (["--config", "{file}"], {}, "unknown config key fetch.taks (did you mean fetch.tasks?)"),
+    ],
+)
+def test_a_wrong_config_value_is_one_line_naming_the_key(
+    tmp_path: Path, options: list[str], environ: dict[str, str], message: str
+) -> None:
+    """What a user sees from the real command: one line on stderr, exit 2,
+    no stack trace, whichever source the value came from."""
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "trawl.toml"
+    config.write_text("[fetch]\ntaks = 3\n", encoding="utf-8")
+    argv = [o.replace("{file}", str(config)) for o in options]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL__")}
+    run = subprocess.run(
+        [sys.executable, "-m", "trawl.cli", "stats", "--crawl", str(tmp_path / "c"), *argv],
+        capture_output=True, text=True, timeout=120, env={**env, **environ},
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"trawl: config error: {message}"), run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert run.stdout == ""
+
+
 def test_missing_seed_file_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -102,7 +102,7 @@ def test_environment_values(environ: dict[str, str], section: str, key: str, exp
         ("fetch.tasks=4", "fetch", "tasks", 4),
         ("fetch.tasks = 4", "fetch", "tasks", 4),
         ("politeness.min_delay_s=0.25", "politeness", "min_delay_s", 0.25),
-        ("robots.max_bytes=1_000", "robots", "max_bytes", 1000),
+        ("robots.max_bytes=1_000_000", "robots", "max_bytes", 1_000_000),
         ("http.agent_name=mybot", "http", "agent_name", "mybot"),
         ('http.agent_name="my-bot"', "http", "agent_name", "my-bot"),
         (
@@ -185,16 +185,16 @@ def test_driver_jit_sets_the_driver_jvm_options() -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("fetch.tasks=2.5", "fetch.tasks must be int, got 2.5"),
-        ("fetch.tasks=true", "fetch.tasks must be int, got True"),  # TOML bool, not "true"
-        ('fetch.tasks="3"', "fetch.tasks must be int"),
-        ("fetch.tasks=[1]", "fetch.tasks must be int"),
-        ("politeness.min_delay_s=true", "politeness.min_delay_s must be float, got True"),
-        ("politeness.min_delay_s=fast", "politeness.min_delay_s must be float"),
-        ("http.agent_name=3", "http.agent_name must be str"),
-        ("fetch.allow_networks=[1, 2]", "fetch.allow_networks must be tuple"),
-        ("fetch.allow_networks=127.0.0.0/8", "fetch.allow_networks must be tuple"),
-        ("spark.conf=3", "spark.conf must be dict"),
+        ("fetch.tasks=2.5", "fetch.tasks must be an integer, got 2.5"),
+        ("fetch.tasks=true", "fetch.tasks must be an integer, got True"),  # TOML bool, not "true"
+        ('fetch.tasks="3"', "fetch.tasks must be an integer, got '3'"),
+        ("fetch.tasks=[1]", "fetch.tasks must be an integer"),
+        ("politeness.min_delay_s=true", "politeness.min_delay_s must be a number, got True"),
+        ("politeness.min_delay_s=fast", "politeness.min_delay_s must be a number"),
+        ("http.agent_name=3", "http.agent_name must be a string"),
+        ("fetch.allow_networks=[1, 2]", "fetch.allow_networks must be a list of strings"),
+        ("fetch.allow_networks=127.0.0.0/8", "fetch.allow_networks must be a list of strings"),
+        ("spark.conf=3", "spark.conf must be a table"),
     ],
 )
 def test_wrong_types_raise(override: str, message: str) -> None:
@@ -234,7 +234,7 @@ def test_unknown_section_message_lists_the_known_ones() -> None:
         ({"TRAWL__NOPE__X": "1"}, r"unknown config section \[nope\]"),
         ({"TRAWL__FETCH__NOPE": "1"}, r"unknown config key fetch\.nope"),
         ({"TRAWL__FETCH": "1"}, "override key must be section.key"),
-        ({"TRAWL__FETCH__TASKS": "many"}, "fetch.tasks must be int"),
+        ({"TRAWL__FETCH__TASKS": "many"}, "fetch.tasks must be an integer"),
     ],
 )
 def test_bad_environment_raises(environ: dict[str, str], message: str) -> None:
@@ -249,7 +249,7 @@ def test_bad_environment_raises(environ: dict[str, str], message: str) -> None:
         ("fetch = 3\n", r"\[fetch\] must be a table"),
         ("[fetch]\nworkers = 3\n", r"unknown config key fetch\.workers"),
         ("[fetchers]\ntasks = 3\n", r"unknown config section \[fetchers\]"),
-        ('[fetch]\ntasks = "3"\n', "fetch.tasks must be int"),
+        ('[fetch]\ntasks = "3"\n', "fetch.tasks must be an integer"),
     ],
 )
 def test_bad_files_raise(tmp_path: Path, text: str, message: str) -> None:

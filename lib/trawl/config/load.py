@@ -16,6 +16,8 @@ rebuild the config from ``Config.to_dict`` through the same
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -78,7 +80,11 @@ def from_dict(raw: Mapping[str, Mapping[str, Any]]) -> Config:
     known = {f.name: f for f in fields(Config)}
     for name, values in raw.items():
         if name not in known:
-            raise ConfigError(f"unknown config section [{name}] (known: {', '.join(known)})")
+            hint = _did_you_mean(name, known, "[{}]")
+            hint += f"{'; ' if hint else ''}known: {', '.join(known)}"
+            raise ConfigError(f"unknown config section [{name}] ({hint})")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"[{name}] must be a table, got {_shown(values)}")
         cls = known[name].default_factory
         sections[name] = _build_section(name, cls, values)
     cfg = Config(**sections)
@@ -114,9 +120,23 @@ def _build_section(name: str, cls: Any, values: Mapping[str, Any]) -> Any:
     types = {f.name: type(getattr(defaults, f.name)) for f in fields(cls)}
     for key, value in values.items():
         if key not in types:
-            raise ConfigError(f"unknown config key {name}.{key} (known: {', '.join(types)})")
+            hint = _did_you_mean(key, types, name + ".{}") or f"known: {', '.join(types)}"
+            raise ConfigError(f"unknown config key {name}.{key} ({hint})")
         kwargs[key] = _coerce(f"{name}.{key}", types[key], value)
     return dataclasses.replace(defaults, **kwargs)
+
+
+# What each default's type accepts, said the way the TOML file writes it.
+# Python's bool is an int, so the int and float checks refuse it by name; an
+# int is a float key's value (``delay = 2``), read as 2.0.
+EXPECTED = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    tuple: "a list of strings",
+    dict: "a table",
+}
 
 
 def _coerce(key: str, want: type, value: Any) -> Any:
@@ -130,14 +150,42 @@ def _coerce(key: str, want: type, value: Any) -> Any:
         dict: isinstance(value, Mapping),
     }.get(want, False)
     if not ok:
-        raise ConfigError(f"{key} must be {want.__name__}, got {value!r}")
+        hint = f' (write ["{value}"])' if want is tuple and isinstance(value, str) else ""
+        raise ConfigError(f"{key} must be {EXPECTED[want]}, got {_shown(value)}{hint}")
     if want is float:
+        if not math.isfinite(value):  # nan would pass every range check
+            raise ConfigError(f"{key} must be a finite number, got {value}")
         return float(value)
     if want is tuple:
         return tuple(value)
-    if want is dict:  # spark.conf: Spark wants strings, and "true", not "True"
-        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+    if want is dict:
+        return _spark_settings(key, value)
     return value
+
+
+def _spark_settings(key: str, table: Mapping[str, Any]) -> dict[str, str]:
+    """``spark.conf``: Spark wants strings, and "true", not "True". A table
+    inside it is the TOML slip of an unquoted dotted key."""
+    out = {}
+    for name, value in table.items():
+        if not isinstance(value, str | int | float):  # bool is an int
+            raise ConfigError(
+                f"{key}.{name} must be a string, number or boolean, got {_shown(value)} "
+                '(quote a dotted Spark key: "spark.executor.memory" = "4g")'
+            )
+        out[str(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as an error message shows it: short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _did_you_mean(name: str, known: Iterable[str], spelled: str) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {spelled.format(close[0])}?" if close else ""
 
 
 def _toml_value(text: str) -> Any:

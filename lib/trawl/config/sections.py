@@ -25,6 +25,7 @@ class CrawlConfig:
     deletion_vectors_min_mb: float = 64.0
     lease_ttl_s: float = 600.0
     lease_wait_s: float = 0.0
+    vacuum_keep_segments: int = 10
 
 
 @dataclass(frozen=True)

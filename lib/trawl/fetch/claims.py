@@ -75,8 +75,10 @@ def host_room(cfg: Config) -> int:
     no hostdb row), within ``generate.max_per_host`` and the new URLs
     updatedb would add of one host (``traps.max_new_per_host``)."""
     first = 1 + int(cfg.traps.soft404_probe)
-    by_window = int(cfg.generate.fetch_window_s / cfg.politeness.min_delay_s) + 1 - first
-    return max(0, min(by_window, cfg.generate.max_per_host, cfg.traps.max_new_per_host))
+    caps = [cfg.generate.max_per_host, cfg.traps.max_new_per_host]
+    if cfg.politeness.min_delay_s > 0:  # 0: no minimum gap, the window bounds nothing
+        caps.append(int(cfg.generate.fetch_window_s / cfg.politeness.min_delay_s) + 1 - first)
+    return max(0, min(caps))
 
 
 def domain_room(cfg: Config, tasks: int) -> int:

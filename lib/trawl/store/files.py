@@ -29,6 +29,7 @@ import re
 import shutil
 import tempfile
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -176,16 +177,23 @@ class CrawlRoot:
         sink.close()
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
-        """Write ``rel`` only if it does not exist; True when this call made it."""
+        """Write ``rel`` only if it does not exist; True when this call made it.
+        A reader never sees it empty or half written: locally the data goes to
+        a private file first, hard-linked into place (a link fails when the
+        name exists), as the object store's conditional put is whole."""
         if self.s3 is None:
             path = self._path(rel)
             path.parent.mkdir(parents=True, exist_ok=True)
+            private = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}")
+            private.write_bytes(data)
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.link(private, path)
             except FileExistsError:
                 return False
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            except OSError:  # a file system without hard links: exclusive create
+                return _create_excl(path, data)
+            finally:
+                private.unlink(missing_ok=True)
             return True
         bucket, key = self._key(rel)
         return create_exclusive(self._client(), bucket, key, data)
@@ -320,6 +328,16 @@ class CrawlRoot:
 
 
 # --- a segment's places ------------------------------------------------------------
+
+
+def _create_excl(path: Path, data: bytes) -> bool:
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return True
 
 
 def warc_rel(segment: str, name: str = "") -> str:
