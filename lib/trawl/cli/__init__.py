@@ -37,7 +37,7 @@ __all__ = ["DEFAULT_CRAWL", "EXIT_IN_USE", "WRITING_COMMANDS", "build_parser", "
 
 # The commands that change the crawl hold its lease; EX_TEMPFAIL when it is taken.
 WRITING_COMMANDS = (
-    "inject", "generate", "fetch", "updatedb", "dedup", "events", "cycle", "compact",
+    "inject", "generate", "fetch", "updatedb", "dedup", "events", "cycle", "compact", "vacuum",
 )  # fmt: skip
 EXIT_IN_USE = 75
 

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 # Jobs that work on an existing segment: the newest when --segment is not given.
 SEGMENT_JOBS = ("fetch", "updatedb", "dedup", "events")
-# Commands that only read the crawl: a root without one is an error (exit 2),
-# never a new empty crawl.
-READING_COMMANDS = ("stats", "sql", "warc", "export")
+# Commands that only read the crawl (and vacuum, which only deletes): a root
+# without one is an error (exit 2), never a new empty crawl.
+READING_COMMANDS = ("stats", "sql", "warc", "export", "vacuum")
 
 
 def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
@@ -74,6 +74,8 @@ def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
         return _archive_command(spark, cfg, root, args)
     if args.command == "compact":
         return _compact(spark, cfg, root, args)
+    if args.command == "vacuum":
+        return _vacuum(spark, cfg, root, args)
     at = args.at or datetime.now(UTC)
     if args.command == "cycle":
         return _cycle(spark, cfg, root, at, args)
@@ -87,6 +89,17 @@ def _compact(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> in
     now = datetime.now(UTC)
     rows = run_compact(JobContext(spark, cfg, root, segment_id(now), now), args.tables)
     emit(rows, args.json, "compact")
+    return 0
+
+
+def _vacuum(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> int:
+    from trawl.report import emit
+    from trawl.runner import JobContext, segment_id
+    from trawl.runner.vacuum import run_vacuum
+
+    now = datetime.now(UTC)
+    ctx = JobContext(spark, cfg, root, segment_id(now), now)
+    emit(run_vacuum(ctx, args.tables, args.retain_hours, args.dry_run), args.json, "vacuum")
     return 0
 
 

@@ -67,6 +67,18 @@ def _query_parsers(sub: Any) -> None:
     _common(p)
     p.add_argument("tables", nargs="*", help="crawldb, hostdb, ... (default: every table)")
     p = sub.add_parser(
+        "vacuum",
+        help="delete files no table version of the last segments needs (Delta VACUUM)",
+        description="Keeps time travel over the newest crawl.vacuum_keep_segments segments "
+        "and over any segment still running; an explicit --retain-hours shorter than a "
+        "running segment is refused. Segment tables (plain files) are not touched.",
+    )
+    _common(p)
+    p.add_argument("tables", nargs="*", help="crawldb, hostdb, ... (default: every table)")
+    p.add_argument("--retain-hours", type=float, metavar="H", help="keep files removed in the "
+                   "last H hours (default: from crawl.vacuum_keep_segments)")  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="count the files, delete none")
+    p = sub.add_parser(
         "stats",
         help="crawldb statistics (readdb -stats and more); reads only, no JVM by default",
         description="The crawl summed up: URLs by status, segments, rejected and deferred "
