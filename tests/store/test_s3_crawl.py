@@ -234,3 +234,34 @@ def test_a_cycle_killed_mid_fetch_is_rerun_losing_and_doubling_nothing(crawls: C
     for r in pages.filter("warc_file IS NOT NULL").collect():
         record, _ = warc_record(root, WarcRef(r["warc_file"], r["warc_offset"], r["warc_length"]))
         assert record.target_uri == r["url"]
+
+
+def test_sql_and_stats_read_the_s3_root_without_a_jvm(crawls: Crawls) -> None:
+    """The default engine (DuckDB over delta-rs and pyarrow's S3 reader) on
+    the bucket, as a user runs it: the same answers as on the local root."""
+    from trawl.sql import lake_batches
+
+    query = (
+        "SELECT segment, kind, outcome, count(*) AS n FROM fetch GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    )
+
+    def answer(root: str) -> list[dict[str, Any]]:
+        run = subprocess.run(
+            [sys.executable, "-m", "trawl.cli", "sql", "--crawl", root, "--json", query],
+            env=crawls.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-2000:]
+        return [json.loads(line) for line in run.stdout.splitlines()]
+
+    on_s3 = answer(crawls.s3)
+    assert on_s3 and on_s3 == answer(crawls.local)
+    with lake_batches(CrawlRoot.of(crawls.s3, crawls.cfg.storage), "SELECT count(*) AS n "
+                      "FROM crawldb") as (_, batches):  # fmt: skip
+        (row,) = [r for b in batches for r in b.to_pylist()]
+    assert row["n"] == read_table(crawls.spark, crawls.local, "crawldb").count()
+    stats = subprocess.run(
+        [sys.executable, "-m", "trawl.cli", "stats", "--crawl", crawls.s3, "--json"],
+        env=crawls.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert stats.returncode == 0, stats.stderr[-2000:]
+    assert json.loads(stats.stdout)["totals"][0]["urls"] == row["n"]
