@@ -228,8 +228,11 @@ def _codec(label: bytes | str | None) -> str | None:
         label = label.decode("ascii", "ignore")
     try:
         name = codecs.lookup(label.strip()).name.replace("-", "_")
-        b"a".decode(name, "replace")  # LookupError for non-text codecs (base64, rot13...)
-    except LookupError:
+        # LookupError for non-text codecs (base64, rot13...); UnicodeError for codecs
+        # that refuse "replace" or any input ("idna", "undefined"), which would make
+        # the decoding below fail and the page come out empty.
+        b"a".decode(name, "replace")
+    except (LookupError, UnicodeError):
         return None
     return _ENCODING_OVERRIDES.get(name, name)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from urllib.parse import unquote
 
 import idna
 
@@ -138,12 +139,15 @@ def _pct_tidy(text: str, safe: frozenset[str], url: str) -> str:
 
 
 def _pct_decode_host(host: str, url: str) -> str:
-    """Decode ``%xx`` in a reg-name (RFC 3986 3.2.2 allows them; DNS needs the text)."""
+    """Decode ``%xx`` in a reg-name (RFC 3986 3.2.2 allows them; DNS needs the text).
+
+    The escapes are UTF-8 octets (3.2.2); characters written as they are stay
+    themselves, so "ª%30" is "ª0", as the WHATWG host parser reads it.
+    """
     if "%" not in host:
         return host
     try:
-        raw = _PCT_RE.sub(lambda m: chr(int(m.group(1), 16)), host).encode("latin-1")
-        return raw.decode("utf-8")
+        return unquote(host, errors="strict")
     except UnicodeError as exc:
         raise UrlError("bad_host", url) from exc
 
@@ -292,8 +296,10 @@ def normalize(
     userinfo, host, port = normalize_authority(p.authority, scheme, url)
     authority = (userinfo + "@" if userinfo else "") + host + (":" + port if port else "")
     # RFC 3986 6.2.2.2 then 6.2.2.3: decode unreserved first so "%2E%2E" is a dot segment.
-    path = remove_dot_segments(_pct_tidy(p.path, _PATH_SAFE, url)) or "/"  # 6.2.3: empty -> "/"
-    path = _strip_path_sessions(path, session_params)
+    # Session parameters go before the dot segments: "/.;jsessionid=1/b" would else
+    # leave "/./b", which a second pass shortens to "/b" (not idempotent).
+    path = _strip_path_sessions(_pct_tidy(p.path, _PATH_SAFE, url), session_params)
+    path = remove_dot_segments(path) or "/"  # 6.2.3: empty -> "/"
     query = None
     if p.query is not None:
         query = (

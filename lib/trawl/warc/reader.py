@@ -29,6 +29,8 @@ How it is built, and why:
 * Every record must carry ``WARC-Type`` and a numeric ``Content-Length``
   (section 4 and 5.6: nothing else frames it), and its block must be followed by
   CRLF CRLF; otherwise Content-Length is wrong and nothing after it can be trusted.
+  Blocks (and ``read_record``'s spans) are read in 64 KiB steps, so a length
+  past the end of the file is that error, never an allocation of that size.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ _READ_SIZE = 1 << 16
 
 _WARC_PARSER = StatusAndHeadersParser(["WARC/1.1", "WARC/1.0", "WARC/0.18", "WARC/0.17"])
 _DIGITS = re.compile(r"[0-9]+")  # section 5.6: Content-Length = 1*DIGIT
+_MAX_LENGTH_DIGITS = 18  # a block of 10**18 bytes (an exabyte) is no block: the field is wrong
 
 
 # --- public API --------------------------------------------------------------------
@@ -243,7 +246,7 @@ def _read_head_and_block(
         raise WarcFormatError(name, offset, "not a WARC record: it starts with a blank line")
     headers = tuple((str(k), str(v)) for k, v in parsed.headers)
     content_length = _content_length(headers, name, offset)
-    block = stream.read(content_length)
+    block = _read_block(stream, content_length)
     if len(block) < content_length:
         raise WarcFormatError(
             name,
@@ -254,13 +257,31 @@ def _read_head_and_block(
     return str(parsed.protocol), headers, block
 
 
+def _read_block(stream: BinaryIO, length: int) -> bytes:
+    """Up to ``length`` bytes, read in steps: a file's ``read(n)`` sets aside n
+    bytes first, so one read of a wrong or hostile Content-Length (10 GB on a
+    small file) would fail for want of memory rather than say the file ends."""
+    parts: list[bytes] = []
+    left = length
+    while left > 0:
+        part = stream.read(min(left, _READ_SIZE))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def _content_length(headers: Headers, name: str, offset: int) -> int:
     value = header_value(headers, "Content-Length")
     if value is None:
         raise WarcFormatError(name, offset, "no Content-Length (mandatory, section 5.6)")
-    if not _DIGITS.fullmatch(value.strip()):
+    digits = value.strip()
+    if not _DIGITS.fullmatch(digits):
         raise WarcFormatError(name, offset, f"Content-Length is not a number: {value!r}")
-    return int(value)
+    if len(digits.lstrip("0")) > _MAX_LENGTH_DIGITS:  # also spares int() its 4,300-digit limit
+        raise WarcFormatError(name, offset, f"Content-Length is too large: {digits[:40]}...")
+    return int(digits)
 
 
 def _record(
@@ -289,6 +310,6 @@ def _read_span(
     if isinstance(source, str | Path):
         with Path(source).open("rb") as fh:
             fh.seek(offset)
-            return str(source), fh.read(length)
+            return str(source), _read_block(fh, length)  # a wrong length is not allocated
     source.seek(offset)
-    return str(getattr(source, "name", "<stream>")), source.read(length)
+    return str(getattr(source, "name", "<stream>")), _read_block(source, length)
