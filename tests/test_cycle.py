@@ -341,6 +341,43 @@ def test_reading_commands_leave_a_typod_root_untouched(
     assert sorted(tmp_path.iterdir()) == []
 
 
+def test_catalog_names_the_tables_for_spark_sql(crawl: Crawl, tmp_path: Path) -> None:
+    """``trawl catalog`` registers the crawl in an embedded metastore; pyspark's
+    own ``spark-sql`` then queries it by name, and a second run adds nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from trawl.store.session import spark_sql_command
+
+    sets = ["--set", f"catalog.metastore_dir={tmp_path}", "--set", "catalog.database=news"]
+    catalog = [sys.executable, "-m", "trawl.cli", "catalog", "--crawl", crawl.root, "--json", *sets]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    first = subprocess.run(catalog, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    done = json.loads(first.stdout)
+    assert done["database"] == "news" and done["segments_added"] == 2 * len(crawl.segments)
+    assert set(done["made"].split(",")) >= {"crawldb", "hostdb", "events", "fetch", "fetchlist"}
+    assert "spark-sql" in first.stderr and "news.crawldb" in first.stderr
+    cfg = load_config(None, [s for s in sets if s != "--set"], environ={})
+    query = (
+        "SELECT count(*) FROM news.crawldb; "
+        "SELECT segment, count(*) FROM news.fetch WHERE kind = 'page' GROUP BY 1 ORDER BY 1"
+    )
+    run = subprocess.run([*spark_sql_command(cfg), "-e", query], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [line.split("\t") for line in run.stdout.splitlines() if line.strip()]
+    assert int(lines[0][0]) == read_table(crawl.spark, crawl.root, "crawldb").count()
+    assert [row[0] for row in lines[1:]] == crawl.segments
+    fetched = read_segment_table(crawl.spark, crawl.root, crawl.segments[0], "fetch")
+    assert int(lines[1][1]) == fetched.filter("kind = 'page'").count()
+    again = subprocess.run(catalog, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    second = json.loads(again.stdout)
+    assert (second["made"], second["segments_added"], second["segments_dropped"]) == ("", 0, 0)
+
+
 def test_inject_names_a_url_crawldb_knew_from_a_link(crawl: Crawl, tmp_path: Path) -> None:
     """A known URL injected again becomes a seed (its host is trusted with a
     budget of its own); injecting it once more changes nothing. (Last of the

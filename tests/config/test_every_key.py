@@ -212,6 +212,8 @@ OUT_OF_RANGE: dict[str, list[float]] = {
     "fetch.follow_redirects": [-1],
     "fetch.follow_depth": [-1],
     "fetch.policy_refresh_s": [0, -30, 60.5, 3600],
+    "fetch.progress_interval_s": [0, -5],
+    "fetch.progress_log_s": [0, -30],
     "politeness.min_delay_s": [-1, 61],  # above max_delay_s
     "politeness.delay_factor": [-1],
     "politeness.max_delay_s": [-1, 0.5],  # below min_delay_s
@@ -287,6 +289,7 @@ IN_RANGE: dict[str, list[float]] = {
     "http.max_decompressed_bytes": [2_097_152],  # = max_content_bytes
     "dns.cache_ttl_s": [0],
     "fetch.policy_refresh_s": [60, 0.5],
+    "fetch.progress_interval_s": [0.1],
     "politeness.min_delay_s": [0, 0.001, 60],  # up to max_delay_s
     "politeness.delay_factor": [0],
     "politeness.max_failures": [1],

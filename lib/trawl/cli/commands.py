@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 # Jobs that work on an existing segment: the newest when --segment is not given.
 SEGMENT_JOBS = ("fetch", "updatedb", "dedup", "events")
-# Commands that only read the crawl (and vacuum, which only deletes): a root
-# without one is an error (exit 2), never a new empty crawl.
-READING_COMMANDS = ("stats", "sql", "warc", "export", "vacuum")
+# Commands that only read the crawl (vacuum only deletes, catalog writes the
+# metastore): a root without one is an error (exit 2), never a new empty crawl.
+READING_COMMANDS = ("stats", "sql", "warc", "export", "vacuum", "catalog")
 
 
 def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
@@ -63,7 +63,8 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
 def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
     from trawl.store.session import build_spark
 
-    spark = build_spark(cfg)
+    in_cycle = args.command == "cycle" and cfg.catalog.register_in_cycle
+    spark = build_spark(cfg, catalog=args.command == "catalog" or in_cycle)
     root = CrawlRoot.of(args.crawl, cfg.storage).uri
     if args.command in ("stats", "sql"):
         from trawl.runner import JobContext, segment_id
@@ -76,6 +77,16 @@ def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
         return _compact(spark, cfg, root, args)
     if args.command == "vacuum":
         return _vacuum(spark, cfg, root, args)
+    if args.command == "catalog":
+        from trawl.report import emit
+        from trawl.runner import JobContext, segment_id
+        from trawl.runner.catalog import run_catalog
+
+        now = datetime.now(UTC)
+        emit(
+            [run_catalog(JobContext(spark, cfg, root, segment_id(now), now))], args.json, "catalog"
+        )
+        return 0
     at = args.at or datetime.now(UTC)
     if args.command == "cycle":
         return _cycle(spark, cfg, root, at, args)

@@ -79,6 +79,16 @@ def _query_parsers(sub: Any) -> None:
                    "last H hours (default: from crawl.vacuum_keep_segments)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="count the files, delete none")
     p = sub.add_parser(
+        "catalog",
+        help="register the crawl's tables in the metastore, by name (idempotent)",
+        description="Makes a database for the crawl ([catalog] database, default the root's "
+        "last folder name) in the Hive metastore ([catalog] metastore_uri, or Spark's embedded "
+        "one in [catalog] metastore_dir or the current folder), with every Delta table and "
+        "fetch/fetchlist partitioned by segment; prints the spark-sql command that sees them. "
+        "Run again, it adds new segments.",
+    )
+    _common(p)
+    p = sub.add_parser(
         "stats",
         help="crawldb statistics (readdb -stats and more); reads only, no JVM by default",
         description="The crawl summed up: URLs by status, segments, rejected and deferred "

@@ -74,6 +74,8 @@ class FetchConfig:
     follow_depth: int = 0
     follow_new_hosts: bool = True
     policy_refresh_s: float = 30.0
+    progress_interval_s: float = 5.0
+    progress_log_s: float = 30.0
 
     @property
     def starts_new_hosts(self) -> bool:
@@ -240,6 +242,14 @@ class AirflowConfig:
 
 
 @dataclass(frozen=True)
+class CatalogConfig:
+    database: str = ""
+    metastore_uri: str = ""
+    metastore_dir: str = ""
+    register_in_cycle: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     spark: SparkConfig = field(default_factory=SparkConfig)
@@ -257,6 +267,7 @@ class Config:
     dedup: DedupConfig = field(default_factory=DedupConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    catalog: CatalogConfig = field(default_factory=CatalogConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
 

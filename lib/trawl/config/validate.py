@@ -23,6 +23,7 @@ from typing import Any
 from trawl.config.proxy import ProxySettings, parse_no_proxy
 from trawl.config.sections import (
     AirflowConfig,
+    CatalogConfig,
     Config,
     DedupConfig,
     HttpConfig,
@@ -121,6 +122,8 @@ RANGES: dict[str, Bound] = {
     "fetch.follow_redirects": NOT_NEGATIVE,
     "fetch.follow_depth": NOT_NEGATIVE,
     "fetch.policy_refresh_s": Bound(0, MAX_POLICY_REFRESH_S, low_open=True),
+    "fetch.progress_interval_s": POSITIVE,
+    "fetch.progress_log_s": POSITIVE,
     # 0: the gap is the response-time rule alone (10 x the last response time)
     "politeness.min_delay_s": NOT_NEGATIVE,
     "politeness.delay_factor": NOT_NEGATIVE,
@@ -221,6 +224,7 @@ def validate_config(cfg: Config) -> None:
     _validate_airflow(cfg.airflow)
     _validate_warc(cfg.warc)
     _validate_storage(cfg.storage)
+    _validate_catalog(cfg.catalog)
 
 
 def _value(cfg: Config, key: str) -> Any:
@@ -254,6 +258,16 @@ def _validate_storage(storage: StorageConfig) -> None:
         raise ConfigError(
             f"storage.endpoint must be http(s)://host[:port] (no path, no user), got {endpoint!r}"
         )
+
+
+def _validate_catalog(catalog: CatalogConfig) -> None:
+    if catalog.database and not re.fullmatch(r"[a-z_][a-z0-9_]{0,127}", catalog.database):
+        raise ConfigError(
+            f"catalog.database must be a SQL name ([a-z_][a-z0-9_]*), got {catalog.database!r}"
+        )
+    uri = catalog.metastore_uri
+    if uri and not re.fullmatch(r"thrift://[^/\s]+(,thrift://[^/\s]+)*", uri):
+        raise ConfigError(f"catalog.metastore_uri must be thrift://host:port, got {uri!r}")
 
 
 def _one_of(key: str, value: str, choices: Sequence[str]) -> None:

@@ -44,6 +44,11 @@ def run_cycles(
             f"{dup['dedup/links/unfollowed']} links unfollowed"
         )
         ev = run_events(ctx)
+        if ctx.cfg.catalog.register_in_cycle:
+            from trawl.store.catalog import register_crawl
+
+            reg = register_crawl(ctx.spark, ctx.files, ctx.cfg.catalog.database)
+            say(f"  catalog: {reg['segments_added']} segments added to {reg['database']}")
         elapsed = time.monotonic() - started
         say(
             f"  events: {ev.get('events/crawl.fetched', 0)} fetched, "

@@ -87,6 +87,42 @@ def spark_conf(cfg: Config) -> dict[str, str]:
     return conf
 
 
+def catalog_conf(cfg: Config) -> dict[str, str]:
+    """The settings of a session whose catalog is a Hive metastore
+    (``[catalog]``): the cluster's, or Spark's embedded one, in the current
+    folder or ``catalog.metastore_dir``."""
+    conf = {"spark.sql.catalogImplementation": "hive"}
+    c = cfg.catalog
+    if c.metastore_uri:
+        conf["spark.hadoop.hive.metastore.uris"] = c.metastore_uri
+    elif c.metastore_dir:
+        folder = Path(c.metastore_dir).absolute()
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true"
+        )
+        conf["spark.sql.warehouse.dir"] = str(folder / "spark-warehouse")
+    return conf
+
+
+def spark_sql_command(cfg: Config, object_store: bool = False) -> list[str]:
+    """The ``spark-sql`` command line that sees the registered tables: the
+    Delta jars (their folder on the class path) and extension, the
+    metastore, and for an ``object_store`` root its S3A settings."""
+    conf = spark_conf(cfg)
+    keep = ("spark.sql.extensions", "spark.sql.catalog.", "spark.sql.session.timeZone", "spark.ui.")
+    wanted = {k: v for k, v in conf.items() if k.startswith(keep)}
+    if object_store:
+        wanted.update({k: v for k, v in conf.items() if k.startswith("spark.hadoop.fs.s3a.")})
+    wanted.update(catalog_conf(cfg))
+    command = ["spark-sql"]
+    jars = delta_jars(cfg)
+    if jars:
+        command += ["--driver-class-path", str(Path(jars[0]).parent / "*")]
+    for key, value in sorted(wanted.items()):
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
 def apply_storage(spark: SparkSession, cfg: Config) -> None:
     """Set ``[storage]``'s S3A settings on a running session's Hadoop
     configuration (a session made before, or by spark-submit, gets them too;
@@ -97,14 +133,18 @@ def apply_storage(spark: SparkSession, cfg: Config) -> None:
             hadoop.set(key.removeprefix("spark.hadoop."), value)
 
 
-def build_spark(cfg: Config) -> SparkSession:
-    """Get or create the session (inside spark-submit the master comes from there)."""
+def build_spark(cfg: Config, catalog: bool = False) -> SparkSession:
+    """Get or create the session (inside spark-submit the master comes from
+    there); ``catalog``: with the Hive metastore of ``[catalog]``."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(cfg.spark.app_name)
     if cfg.spark.master:
         builder = builder.master(cfg.spark.master)
     conf = spark_conf(cfg)
+    if catalog:
+        conf = {**catalog_conf(cfg), **conf}
+        builder = builder.enableHiveSupport()
     if "spark.pyspark.python" in conf:
         # PySpark's SparkContext takes the worker interpreter from this variable.
         os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
