@@ -378,6 +378,20 @@ def test_catalog_names_the_tables_for_spark_sql(crawl: Crawl, tmp_path: Path) ->
     assert (second["made"], second["segments_added"], second["segments_dropped"]) == ("", 0, 0)
 
 
+def test_every_fetch_task_left_its_progress_and_the_sum_is_the_fetch(crawl: Crawl) -> None:
+    from trawl.fetch.progress import summarize
+    from trawl.store.files import FetchPlaces
+
+    for segment in crawl.segments:
+        snaps = FetchPlaces(CrawlRoot.of(crawl.root), segment).read_progress()
+        assert snaps and all(s["done"] for s in snaps), segment
+        summary = summarize(snaps, planned=0, elapsed_s=1.0, tasks=len(snaps))
+        fetch = read_segment_table(crawl.spark, crawl.root, segment, "fetch")
+        assert summary.pages == fetch.filter("kind = 'page'").count()
+        assert summary.ok == fetch.filter("kind = 'page' AND outcome = 'success'").count()
+        assert summary.planned >= summary.pages - summary.deferred
+
+
 def test_inject_names_a_url_crawldb_knew_from_a_link(crawl: Crawl, tmp_path: Path) -> None:
     """A known URL injected again becomes a seed (its host is trusted with a
     budget of its own); injecting it once more changes nothing. (Last of the

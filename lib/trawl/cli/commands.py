@@ -61,7 +61,10 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
 
 
 def _spark_command(args: argparse.Namespace, cfg: Config) -> int:
+    from trawl.runner.common import set_quiet
     from trawl.store.session import build_spark
+
+    set_quiet(args.quiet)
 
     in_cycle = args.command == "cycle" and cfg.catalog.register_in_cycle
     spark = build_spark(cfg, catalog=args.command == "catalog" or in_cycle)

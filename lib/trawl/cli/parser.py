@@ -176,6 +176,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="override one config key (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print JSON, one object per line")
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress lines on stderr (errors still show)"
+    )
 
 
 def _timed(p: argparse.ArgumentParser) -> None:

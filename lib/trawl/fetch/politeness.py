@@ -223,6 +223,11 @@ class HostScheduler(Generic[T]):
         with self._cond:
             return list(self._hosts)
 
+    def active(self) -> int:
+        """Hosts with work queued or a request in flight."""
+        with self._cond:
+            return sum(1 for h in self._hosts.values() if h.work or h.busy)
+
     def acquire(self) -> tuple[str, T] | None:
         with self._cond:
             while True:

@@ -72,6 +72,7 @@ from trawl.fetch.capture import task_archive
 from trawl.fetch.claims import NewHosts, NewHostScope
 from trawl.fetch.follow import LinkFollowing
 from trawl.fetch.politeness import HostScheduler
+from trawl.fetch.progress import Reporter, TaskProgress
 from trawl.fetch.row import Row, base_row
 from trawl.fetch.rules import (
     HostVerdict,
@@ -110,8 +111,10 @@ class FetchTask(LinkFollowing):
         policy: PolicySource | None = None,
         segment: str = "",
         new_hosts: NewHosts | None = None,
+        progress: TaskProgress | None = None,
     ) -> None:
         self.cfg = cfg
+        self.progress = progress  # counts for the live progress line (trawl.fetch.progress)
         self.fetcher = fetcher
         fetcher.not_after = deadline  # no request outlasts the segment's time limit
         self.rule = gap_rule(cfg)
@@ -143,6 +146,8 @@ class FetchTask(LinkFollowing):
         self._batch = threading.Event()  # STREAM_BATCH rows are waiting
 
     def emit(self, row: Row) -> None:
+        if self.progress is not None:
+            self.progress.count(row)
         with self._lock:
             self.rows.append(row)
             if len(self.rows) >= STREAM_BATCH:
@@ -421,6 +426,7 @@ def run_fetch_task(
     time_limit_s: float,
     policy: PolicySource | None = None,
     scope: NewHostScope | None = None,
+    report: Reporter | None = None,
 ) -> Iterator[Row]:
     """Fetch one task's fetchlist rows; yields one row per attempt, as made
     (``FetchTask.stream``).
@@ -430,23 +436,32 @@ def run_fetch_task(
     ``policy()`` gives the operator's policy as it is now (read again every
     ``fetch.policy_refresh_s``); see ``policy_source``. ``scope``: what the
     task needs to start hosts crawldb does not know (``trawl.fetch.claims``;
-    None: it starts none).
+    None: it starts none). ``report``: where the task's progress snapshots
+    go every ``fetch.progress_interval_s`` and at its end (None: none kept).
     """
     writer = None
     if warc:
         writer = task_archive(cfg.warc, warc, segment, task, user_agent(cfg))
     fetcher = Fetcher.from_config(cfg, writer)
     finished = False
+    finish_progress = None
     try:
         new_hosts = None
         if scope is not None and cfg.fetch.starts_new_hosts:
             new_hosts = NewHosts(scope, task, cfg)
         deadline = time.monotonic() + time_limit_s
-        job = FetchTask(cfg, fetcher, deadline, policy, segment, new_hosts)
+        items = list(items)
+        progress = TaskProgress(task, len(items), deadline) if report is not None else None
+        job = FetchTask(cfg, fetcher, deadline, policy, segment, new_hosts, progress)
         job.add_hosts(items)
+        if progress is not None and report is not None:
+            every = cfg.fetch.progress_interval_s
+            finish_progress = progress.reporting(report, every, job.scheduler.active)
         yield from job.stream()
         finished = True
     finally:
+        if finish_progress is not None:
+            finish_progress()
         fetcher.client.close()
         if writer is not None:
             # a task that failed leaves no WARC file: its retry writes them

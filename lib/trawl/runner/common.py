@@ -5,6 +5,7 @@ a job already counted)."""
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -44,8 +45,24 @@ def segment_id(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+_QUIET = threading.Event()  # --quiet: no progress, no stage lines
+
+
+def set_quiet(on: bool = True) -> None:
+    """Silence (or not) the progress lines the jobs print on stderr."""
+    if on:
+        _QUIET.set()
+    else:
+        _QUIET.clear()
+
+
+def quiet() -> bool:
+    return _QUIET.is_set()
+
+
 def say(msg: str) -> None:
-    print(f"[trawl] {msg}", file=sys.stderr, flush=True)
+    if not _QUIET.is_set():
+        print(f"[trawl] {msg}", file=sys.stderr, flush=True)
 
 
 def tables_ready(ctx: JobContext) -> None:

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from trawl.fetch.claims import NewHostScope
 from trawl.runner.common import JobContext, counted, say
+from trawl.runner.progress import FetchProgress
 from trawl.stages.common import concurrently
 from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
 from trawl.store.files import INDEX_FILE, FetchPlaces, index_rel, warc_files, warc_rel
@@ -40,8 +41,10 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
     if not merged:
         if starts is not None:
             places.claims.clear()  # a re-run's tasks claim afresh
+        places.clear_progress()  # a re-run's tasks report afresh
         rows = fetch(fetchlist, ctx.stage, places, time_limit_s, starts)
-        write_segment_table(rows, root, segment, "fetch")
+        with FetchProgress(places, ctx.cfg):
+            write_segment_table(rows, root, segment, "fetch")
     else:
         # updatedb merged this fetch: crawldb and events point into its WARC
         # records, so a re-run keeps them rather than fetch the list again.

@@ -16,6 +16,7 @@ addresses in ``segments/<id>/claims/`` (local and mounted roots).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter
@@ -60,7 +61,10 @@ def fetch_partitions(
         policy = policy_source(places.root) if places is not None else None
         warc = places.open_warc if places is not None else None
         here = shared.value if shared is not None else None
-        for record in run_fetch_task(items, cfg, segment, task, warc, remaining, policy, here):
+        report = functools.partial(places.write_progress, task) if places is not None else None
+        for record in run_fetch_task(
+            items, cfg, segment, task, warc, remaining, policy, here, report
+        ):
             yield tuple(record.get(name) for name in names)
 
     keyed = fetchlist.rdd.map(lambda row: (int(row["task"]) % tasks, row))

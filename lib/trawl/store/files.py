@@ -24,12 +24,14 @@ connectors are not wired here.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import tempfile
 import threading
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -397,6 +399,30 @@ class FetchPlaces:
     @property
     def claims(self) -> Claims:
         return Claims(self.root, self.segment)
+
+    # live progress (trawl.fetch.progress): a small JSON file per task
+    def write_progress(self, task: int, snapshot: Mapping[str, Any]) -> None:
+        self.root.write_bytes(
+            f"{self._progress}/task-{task:05d}.json", json.dumps(snapshot).encode()
+        )
+
+    def read_progress(self) -> list[dict[str, Any]]:
+        """Every task's latest snapshot (one being rewritten is skipped)."""
+        out = []
+        for name in self.root.names(self._progress, ".json"):
+            try:
+                data = self.root.read_bytes(f"{self._progress}/{name}")
+                out.append(json.loads(data or b"{}"))
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def clear_progress(self) -> None:
+        self.root.delete_tree(self._progress)
+
+    @property
+    def _progress(self) -> str:
+        return f"segments/{check_segment_id(self.segment)}/progress"
 
 
 # --- reading records back ----------------------------------------------------------
