@@ -3,10 +3,22 @@
 # dependencies (moto's S3 server among the dev ones, for the object-store
 # tests), the Delta Lake and S3A jars in jars/lib/ (fetched with Maven once,
 # then loaded from disk by every Spark session), pywb in .venv-pywb for the
-# replay test and Airflow in .venv-airflow for the DAG test. Safe to run again.
+# replay test, Airflow in .venv-airflow for the DAG test, and Debian's chromium
+# for the report's browser test. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+
+# Headless Chromium (Debian's package), for tests/test_crawlreport.py, which
+# renders `trawl report`'s page and screenshots it. Installed once, as root
+# or through sudo; without it that test is skipped.
+if ! command -v chromium > /dev/null; then
+  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get install -y -q chromium || {
+    $SUDO apt-get update -q && $SUDO apt-get install -y -q chromium
+  }
+fi
 
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

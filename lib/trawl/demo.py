@@ -100,6 +100,12 @@ def run_demo(
     print(f"\nrequests to URLs that robots.txt disallows for us: {len(denied)}")
     warc = warc_check(Path(root))
     emit([warc], False, "WARC files (every record framed and its digests checked)")
+    from trawl.crawlreport import write_report
+    from trawl.store.files import CrawlRoot
+
+    report = write_report(CrawlRoot.of(root), ccfg, out / "report.html", at)
+    print(f"\nreport: {report.path} ({report.plots} plots); open it in a browser: "
+          f"{Path(report.path).absolute().as_uri()}")  # fmt: skip
     print(_next_steps(out))
     ok = audit.hosts_with_overlap == 0 and audit.gaps_below_min == 0 and not denied
     return 0 if ok and not warc["problems"] else 1

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 SEGMENT_JOBS = ("fetch", "updatedb", "dedup", "events")
 # Commands that only read the crawl (vacuum only deletes, catalog writes the
 # metastore): a root without one is an error (exit 2), never a new empty crawl.
-READING_COMMANDS = ("stats", "sql", "warc", "export", "vacuum", "catalog")
+READING_COMMANDS = ("stats", "sql", "report", "warc", "export", "vacuum", "catalog")
 
 
 def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
@@ -57,6 +57,8 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         require_crawl(CrawlRoot.of(args.crawl, cfg.storage))
         if args.command in ("stats", "sql") and args.engine == "duckdb":
             return _query(args, cfg, None)
+        if args.command == "report":
+            return _report(args, cfg)
     return _spark_command(args, cfg)
 
 
@@ -227,6 +229,19 @@ def _query(args: argparse.Namespace, cfg: Config, ctx: JobContext | None) -> int
     except QueryError as exc:
         print(f"trawl sql: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _report(args: argparse.Namespace, cfg: Config) -> int:
+    from trawl.crawlreport import write_report
+    from trawl.report import emit
+
+    done = write_report(CrawlRoot.of(args.crawl, cfg.storage), cfg, Path(args.out), args.at)
+    path = Path(done.path).absolute()
+    emit([{"report": str(path), "sections": len(done.sections), "plots": done.plots,
+           "bytes": done.bytes}], args.json, "report")  # fmt: skip
+    if not args.json:
+        print(f"\nopen it in a browser: {path.as_uri()}")
     return 0
 
 

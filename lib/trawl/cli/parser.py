@@ -79,6 +79,17 @@ def _query_parsers(sub: Any) -> None:
                    "last H hours (default: from crawl.vacuum_keep_segments)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="count the files, delete none")
     p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML report of the crawl, with plots (no JVM)",
+        description="One HTML file, no external resources: pages by status and outcome per "
+        "segment, new, deferred and rejected URLs, politeness (requests and gaps per "
+        "address), response times, robots.txt outcomes, duplicates, change rates, the "
+        "largest hosts and domains. Open it in any browser.",
+    )
+    _common(p)
+    p.add_argument("--out", default="report.html", help="the HTML file (default report.html)")
+    p.add_argument("--at", type=_at, help="the time 'due' is counted at (default: now)")
+    p = sub.add_parser(
         "catalog",
         help="register the crawl's tables in the metastore, by name (idempotent)",
         description="Makes a database for the crawl ([catalog] database, default the root's "

@@ -31,6 +31,7 @@ from pathlib import Path
 
 LAYERS: dict[str, int] = {
     "trawl": 0,  # the package root: __version__
+    "faults": 0,  # the kill tests' fault points: every layer may mark one
     "url": 1,
     "config": 2,
     "net": 3,
@@ -45,6 +46,7 @@ LAYERS: dict[str, int] = {
     "runner": 8,
     "stats": 8,
     "report": 8,
+    "crawlreport": 8,
     "sql": 9,
     "demo": 9,
     "cli": 10,
