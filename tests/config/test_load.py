@@ -179,6 +179,18 @@ def test_driver_jit_sets_the_driver_jvm_options() -> None:
     )
 
 
+def test_a_local_driver_gets_a_quarter_of_the_memory_unless_set() -> None:
+    from trawl.store.session import local_driver_memory, spark_conf
+
+    mib = int(local_driver_memory().removesuffix("m"))
+    assert 1024 <= mib <= 8192
+    assert spark_conf(load_config(None, [], environ={}))["spark.driver.memory"] == f"{mib}m"
+    own = ["spark.conf.spark.driver.memory=3g"]
+    assert spark_conf(load_config(None, own, environ={}))["spark.driver.memory"] == "3g"
+    cluster = ["spark.master=yarn"]
+    assert "spark.driver.memory" not in spark_conf(load_config(None, cluster, environ={}))
+
+
 # --------------------------------------------------------------------------- errors
 
 

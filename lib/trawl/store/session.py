@@ -64,6 +64,15 @@ def delta_jars(cfg: Config) -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar")) if folder.is_dir() else []
 
 
+def local_driver_memory() -> str:
+    """A quarter of the machine's memory, between 1 and 8 GiB (``spark.driver.memory``)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return "1g"
+    return f"{max(1024, min(8192, total // 4 // 2**20))}m"
+
+
 def spark_conf(cfg: Config) -> dict[str, str]:
     """Every spark.* setting trawl sets, config overrides applied last."""
     conf = dict(BASE_CONF)
@@ -82,6 +91,11 @@ def spark_conf(cfg: Config) -> dict[str, str]:
         # Python workers run this interpreter (the virtualenv with trawl in it),
         # not whatever "python3" is first on PATH.
         conf["spark.pyspark.python"] = sys.executable
+        # In local mode the driver's JVM is the executor too: Spark's 1 GiB
+        # default heap holds every cached block and broadcast of the cycle (a
+        # six-cycle trap crawl ran out building a broadcast in dedup). The
+        # JVM's own default instead: a quarter of the memory, within 1-8 GiB.
+        conf["spark.driver.memory"] = local_driver_memory()
     conf.update(S3Store.from_config(cfg.storage).spark_conf())
     conf.update(cfg.spark.conf)
     return conf
