@@ -60,9 +60,22 @@ def quiet() -> bool:
     return _QUIET.is_set()
 
 
+_PENDING = threading.Event()  # a stage's "running" line waits to be replaced
+
+
 def say(msg: str) -> None:
     if not _QUIET.is_set():
-        print(f"[trawl] {msg}", file=sys.stderr, flush=True)
+        lead = "\r\033[K" if _PENDING.is_set() else ""  # over the "running" line
+        _PENDING.clear()
+        print(f"{lead}[trawl] {msg}", file=sys.stderr, flush=True)
+
+
+def stage(name: str) -> None:
+    """On a terminal, show which stage runs now, on a line the stage's own
+    result (``say``) or its progress replaces; nothing in a log."""
+    if not _QUIET.is_set() and sys.stderr.isatty():
+        print(f"\r\033[K[trawl]   {name} ...", end="", file=sys.stderr, flush=True)
+        _PENDING.set()
 
 
 def tables_ready(ctx: JobContext) -> None:

@@ -7,7 +7,8 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from trawl.runner.common import JobContext, say, segment_id
+from trawl import faults
+from trawl.runner.common import JobContext, say, segment_id, stage
 from trawl.runner.dedup import run_dedup
 from trawl.runner.events import run_events
 from trawl.runner.fetch import run_fetch
@@ -30,19 +31,29 @@ def run_cycles(
         ctx = dataclasses.replace(first, at=at, segment=segment_id(at))
         started = time.monotonic()
         say(f"cycle {i + 1}/{cycles}: segment {ctx.segment}")
+        faults.point("stage:generate")
+        stage("generate")
         gen = run_generate(ctx)
         say(f"  generate: {gen['urls']} URLs on {gen['hosts']} hosts in {gen['tasks']} tasks")
         if not gen["urls"]:
             break
+        faults.point("stage:fetch")
+        stage("fetch")
         got = run_fetch(ctx, time_limit_s)
         say(f"  fetch: {got.get('fetch/page/success', 0)} pages fetched")
+        faults.point("stage:updatedb")
+        stage("updatedb")
         upd = run_updatedb(ctx)
         say(f"  updatedb: {upd['new_urls']} new URLs")
+        faults.point("stage:dedup")
+        stage("dedup")
         dup = run_dedup(ctx)
         say(
             f"  dedup: {dup['dedup/duplicates/marked']} pages marked duplicate, "
             f"{dup['dedup/links/unfollowed']} links unfollowed"
         )
+        faults.point("stage:events")
+        stage("events")
         ev = run_events(ctx)
         if ctx.cfg.catalog.register_in_cycle:
             from trawl.store.catalog import register_crawl

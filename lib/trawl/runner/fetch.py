@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from trawl import faults
 from trawl.fetch.claims import NewHostScope
 from trawl.runner.common import JobContext, counted, say
 from trawl.runner.progress import FetchProgress
@@ -37,12 +38,13 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
         return new_host_scope(crawldb, fetchlist, ctx.cfg, places.claims)
 
     # the check and the new-host scope are each a few small jobs: side by side
-    merged, starts = concurrently(lambda: counted(ctx, "updatedb"), scope)
+    merged, starts = concurrently(lambda: merged_into_crawldb(ctx), scope)
     if not merged:
         if starts is not None:
             places.claims.clear()  # a re-run's tasks claim afresh
         places.clear_progress()  # a re-run's tasks report afresh
         rows = fetch(fetchlist, ctx.stage, places, time_limit_s, starts)
+        faults.point("fetch:before-write")  # kill tests (the frame fetches as it is written)
         with FetchProgress(places, ctx.cfg):
             write_segment_table(rows, root, segment, "fetch")
     else:
@@ -71,6 +73,24 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
     counters.append(("fetch/warc/index_lines", indexed))
     write_counters(ctx.files, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
+
+
+def merged_into_crawldb(ctx: JobContext) -> bool:
+    """Whether updatedb merged the segment's fetch: it counted, or it died
+    after crawldb's MERGE committed and before counting. crawldb's rows then
+    carry the segment (``last_segment``) and point into its WARC records
+    (``stored_capture``), so the fetch must stay: fetched again, its WARC
+    files are rewritten under the same names with new record ids, and
+    crawldb would name records that no longer exist (what
+    tests/runner/test_kills.py found, killing a run right after that
+    commit). Only a segment with a whole fetch table can have been merged:
+    the first fetch of a segment pays no scan of crawldb."""
+    if counted(ctx, "updatedb"):
+        return True
+    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
+        return False
+    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
+    return not crawldb.filter(F.col("last_segment") == ctx.segment).isEmpty()
 
 
 def write_segment_index(ctx: JobContext) -> int:

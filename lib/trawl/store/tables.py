@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from trawl import faults
 from trawl.store import deltars, domainrule
 from trawl.store.files import CrawlRoot, check_segment_id
 from trawl.store.objectstore import StoreError
@@ -314,7 +315,9 @@ def merge(spark: SparkSession, root: str, plan: Merge) -> None:
             builder = builder.whenNotMatchedInsertAll(condition=condition)
         else:
             builder = builder.whenNotMatchedInsert(condition=condition, values=dict(values))  # type: ignore[arg-type]
+    faults.point(f"merge:{plan.table}")  # kill tests: the commit not made
     builder.execute()
+    faults.point(f"merged:{plan.table}")  # kill tests: made, and nothing after it
 
 
 def append_rows(df: DataFrame, root: str, name: str) -> None:
@@ -373,6 +376,7 @@ def write_segment_table(df: DataFrame, root: str, segment: str, name: str) -> st
     fs.delete(marker, False)
     ordered = df.select(*[f.name for f in schema.fields])
     ordered.write.mode("overwrite").parquet(path)
+    faults.point(f"unmarked:{name}")  # kill tests: the files written, no marker yet
     out = fs.create(marker, True)
     out.write(bytearray(f'{{"table": "{name}", "format": "parquet"}}\n', "ascii"))
     out.close()

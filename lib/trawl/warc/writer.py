@@ -39,6 +39,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from trawl import faults
 from trawl.warc.fields import (
     field_name,
     field_value,
@@ -399,4 +400,5 @@ class WarcWriter(Closing):
         offset = self._fh.tell()
         self._writer.write_record(record)  # one gzip member, flushed
         self._records += 1
+        faults.point("warc:mid-file")  # kill tests: a record written, the file open
         return WarcRef(self.name, offset, self._fh.tell() - offset, record_id)
