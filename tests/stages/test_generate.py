@@ -513,3 +513,27 @@ def test_a_mark_source_is_broadcast_within_an_eighth_of_the_driver_heap(spark: A
         assert not broadcastable(spark, 10, 256)
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_urls_locked_by_a_deleted_segment_are_free_at_once(spark: Any) -> None:
+    """A segment's folder deleted before updatedb freed its URLs: they are
+    found and released, not left to the lock's week (Nutch's
+    crawl.gen.delay). A lock of a segment still on disk holds."""
+    from trawl.stages.generate import abandoned_locks
+    from trawl.stages.ranking import due_urls
+
+    rows = []
+    for i, segment in enumerate(["20261101T000000Z"] * 3 + ["20261130T110000Z"] * 2 + [None]):
+        url = f"http://locked.com/p{i}"
+        row: dict[str, Any] = dict.fromkeys(CRAWLDB_SCHEMA.fieldNames())
+        row.update(url=url, url_fp=url_fingerprint(url), host="locked.com", host_bucket=0,
+                   domain="locked.com", status="unfetched", depth=0, generated_segment=segment,
+                   generated_at=AT - timedelta(hours=1) if segment else None)  # fmt: skip
+        rows.append(row)
+    crawldb = spark.createDataFrame(rows, CRAWLDB_SCHEMA)
+    ctx = StageContext(load_config(None, [], environ={}), "20261130T120000Z", AT)
+    gone = abandoned_locks(crawldb, ["20261130T110000Z"], ctx)
+    assert gone == {"20261101T000000Z": 3}
+    assert due_urls(crawldb, ctx).count() == 1
+    released = StageContext(ctx.cfg, ctx.segment, AT, released_segments=tuple(gone))
+    assert due_urls(crawldb, released).count() == 4

@@ -24,8 +24,10 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from trawl.cli.commands import dispatch
+from trawl.cli.failures import report, spark_failure
 from trawl.cli.parser import DEFAULT_CRAWL, build_parser
 from trawl.config import Config, ConfigError, load_config
+from trawl.store.deltalog import check_logs
 from trawl.store.files import CrawlRoot
 from trawl.store.lease import CrawlLease, LeaseHeld
 from trawl.store.objectstore import StoreError
@@ -57,7 +59,9 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
         if args.command not in ("testweb", "demo"):
             # an object store that cannot be used fails here, in seconds and
             # one line, before a JVM starts or anything is written
-            CrawlRoot.of(args.crawl, cfg.storage).check()
+            root = CrawlRoot.of(args.crawl, cfg.storage)
+            root.check()
+            check_logs(root)  # a damaged Delta log named here, not deep in a job
         with _lease(args, cfg):
             return int(dispatch(args, cfg) or 0)
     except StoreError as exc:
@@ -72,6 +76,12 @@ def main(argv: Sequence[str] | None = None, submitted: bool = False) -> int:
     except BrokenPipeError:  # `trawl ... --json | head`: the reader had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a Spark job that failed: its cause, not 300 lines
+        cause = spark_failure(exc)
+        if cause is None:
+            raise
+        print(f"trawl: {report(args.command, cause, exc)}", file=sys.stderr)
+        return 1
 
 
 def _lease(args: argparse.Namespace, cfg: Config) -> AbstractContextManager[Any]:

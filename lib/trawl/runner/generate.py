@@ -3,6 +3,7 @@ list written; crawldb marked; counted."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -10,7 +11,7 @@ from pyspark.sql import functions as F
 
 from trawl.runner.common import JobContext, counted, read_whole, say, tables_ready
 from trawl.stages.common import concurrently, release
-from trawl.stages.generate import generate, mark_generated
+from trawl.stages.generate import abandoned_locks, generate, mark_generated
 from trawl.store.tables import (
     merge,
     read_segment_table,
@@ -34,18 +35,27 @@ def run_generate(ctx: JobContext) -> dict[str, Any]:
     spark, root = ctx.spark, ctx.root
     (crawldb, held), (hostdb, held_hosts) = read_whole(ctx, "crawldb"), read_whole(ctx, "hostdb")
     policy, domainlinks = (read_table(spark, root, n) for n in ("policy", "domainlinks"))
-    generated = generate(crawldb, hostdb, policy, domainlinks, ctx.stage)
+    gone = abandoned_locks(crawldb, ctx.files.dirs("segments"), ctx.stage)
+    if gone:
+        say(
+            f"generate: {sum(gone.values())} URLs were generated for segment(s) "
+            f"{', '.join(sorted(gone))}, whose folders are gone: they are free to generate again"
+        )
+    stage = dataclasses.replace(ctx.stage, released_segments=tuple(sorted(gone)))
+    generated = generate(crawldb, hostdb, policy, domainlinks, stage)
     write_segment_table(generated.fetchlist, root, ctx.segment, "fetchlist")
     written = read_segment_table(spark, root, ctx.segment, "fetchlist")
     stats, deferred = concurrently(lambda: fetchlist_stats(written), generated.deferred.count)
     if deferred and generated.starved is not None:
         warn_starved(generated.starved.collect())
-    marks = mark_generated(written, generated.deferred, ctx.stage, rows=stats["urls"] + deferred)
+    marks = mark_generated(written, generated.deferred, stage, rows=stats["urls"] + deferred)
     if marks is not None:
         merge(spark, root, marks)
     generated.release()
     release(*held, *held_hosts)
     counters = [*generate_counters(stats), ("generate/deferred/budget", deferred)]
+    if gone:
+        counters.append(("generate/released/segment_gone", sum(gone.values())))
     write_counters(ctx.files, ctx.segment, "generate", counters)
     return generate_result(ctx, stats)
 

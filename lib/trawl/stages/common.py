@@ -32,6 +32,8 @@ class StageContext:
     cfg: Config
     segment: str
     at: datetime  # the cycle's logical time; no job reads the wall clock for it
+    # generate: segments whose folders are gone; the URLs they locked are free
+    released_segments: tuple[str, ...] = ()
 
 
 def map_records(df: DataFrame, fn: RowFn, schema: StructType) -> DataFrame:

@@ -243,6 +243,21 @@ def assign(chosen: DataFrame, ctx: StageContext) -> DataFrame:
     return chosen.join(F.broadcast(tasks), "group").select(*FETCHLIST_SCHEMA.fieldNames())
 
 
+def abandoned_locks(crawldb: DataFrame, live: list[str], ctx: StageContext) -> dict[str, int]:
+    """URLs generated for a segment that is not in ``live`` (the segment
+    folders on disk), counted per segment: the folder was deleted before
+    updatedb freed them. Without this they would wait out ``LOCK_EXPIRY``
+    (a week). This run's own segment is never abandoned: its generate
+    re-runs. One small job: the lock column of the rows that have one."""
+    locked = crawldb.filter(
+        F.col("generated_segment").isNotNull()
+        & (F.col("generated_segment") != ctx.segment)
+        & ~F.col("generated_segment").isin(live)
+    )
+    rows = locked.groupBy("generated_segment").count().collect()
+    return {r["generated_segment"]: int(r["count"]) for r in rows}
+
+
 def mark_generated(
     fetchlist: DataFrame, deferred: DataFrame, ctx: StageContext, rows: int | None = None
 ) -> Merge | None:

@@ -68,6 +68,8 @@ def due_urls(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
         | (F.col("generated_segment") == ctx.segment)  # a re-run of this generate
         | lock_expired
     )
+    if ctx.released_segments:  # locked by a segment whose folder was deleted
+        unlocked = unlocked | F.col("generated_segment").isin(list(ctx.released_segments))
     due = F.col("next_fetch_at").isNull() | (F.col("next_fetch_at") <= at)
     return crawldb.filter(unlocked & due)
 
