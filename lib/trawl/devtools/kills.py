@@ -334,7 +334,9 @@ def compared(crawl: CrawlRoot, reference: CrawlRoot) -> dict[str, list[str]]:
 
 def within(crawl: CrawlRoot) -> dict[str, list[str]]:
     """The checks of the crawl on its own: nothing doubled, nothing half merged."""
-    fetch = table(crawl, "SELECT segment, url, kind FROM fetch")
+    # a robots.txt answered 5xx is fetched again in the segment (each try a
+    # row): those are compared with the reference's, not counted here
+    fetch = table(crawl, "SELECT segment, url, kind FROM fetch WHERE kind <> 'robots'")
     segments = sorted({r[0] for r in fetch})
     counted = set(table(crawl, "SELECT DISTINCT segment, job FROM counters"))
     updated = {s for s, j in counted if j == "updatedb"}
@@ -350,8 +352,11 @@ def within(crawl: CrawlRoot) -> dict[str, list[str]]:
     }
 
 
-def archived(crawl: CrawlRoot) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """The checks of the WARC files, and of every reference into them."""
+def archived(
+    crawl: CrawlRoot,
+) -> tuple[dict[str, list[str]], dict[str, Any], list[tuple[Any, ...]]]:
+    """The checks of the WARC files, and of every reference into them; and
+    the response records, (segment, target URI) each."""
     problems: dict[str, list[str]] = {
         "warc_files": [],
         "warc_responses": [],
@@ -359,12 +364,12 @@ def archived(crawl: CrawlRoot) -> tuple[dict[str, list[str]], dict[str, Any]]:
         "captures": [],
     }
     uri_of: dict[str, str | None] = {}  # WARC-Record-ID -> WARC-Target-URI
+    responses: list[tuple[Any, ...]] = []
     partial = 0
     for segment in crawl.dirs("segments"):
         folder = crawl.local_path(warc_rel(segment))
         assert folder is not None
         partial += sum(1 for p in folder.glob(".*.open")) if folder.exists() else 0
-        responses = []
         for name in warc_files(crawl, segment):
             path = folder / name
             broken = check_file(path)
@@ -374,8 +379,7 @@ def archived(crawl: CrawlRoot) -> tuple[dict[str, list[str]], dict[str, Any]]:
             for record in iter_records(path, verify=False):
                 uri_of[record.header("WARC-Record-ID") or ""] = record.target_uri
                 if record.rec_type == "response":
-                    responses.append((record.target_uri,))
-        problems["warc_responses"] += [f"{segment}: {d}" for d in doubled(responses)]
+                    responses.append((segment, record.target_uri))
     refs = table(
         crawl,
         "SELECT url, warc_file, warc_offset, warc_length FROM fetch "
@@ -398,12 +402,15 @@ def archived(crawl: CrawlRoot) -> tuple[dict[str, list[str]], dict[str, Any]]:
         f"{u}: record {r} is not archived" for u, r, t in captures if uri_of.get(r) != t
     ][:5]
     notes = {"warc_refs": len(refs), "captures": len(captures), "partial_warc_files": partial}
-    return problems, notes
+    return problems, notes, responses
 
 
 def check_crawl(crawl: CrawlRoot, reference: CrawlRoot) -> Verdict:
     """Every check of ``crawl`` against the uninterrupted ``reference``."""
-    warc, notes = archived(crawl)
+    warc, notes, responses = archived(crawl)
+    # a response archived twice (a task's WARC file written again, or kept
+    # beside its rewrite), or lost: the multisets differ
+    warc["warc_responses"] = differ(responses, archived(reference)[2])
     problems = {**compared(crawl, reference), **within(crawl), **warc}
     notes["counter_values_differ"] = differ(
         table(crawl, "SELECT segment, job, name, value FROM counters WHERE job <> 'inject'"),
