@@ -30,7 +30,7 @@ org.apache.spark.api.python.PythonException: Traceback (most recent call last):
     writer.write(record)
   File "/lib/trawl/warc/writer.py", line 88, in write
     self._fh.write(data)
-OSError: [Errno 28] No space left on device
+trawl.warc.writer.ArchiveFailed: WARC file x.warc.gz could not be written: [Errno 28] No space
 \tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException
 """
 
@@ -42,7 +42,7 @@ def test_the_innermost_jvm_cause_is_the_line() -> None:
 
 def test_a_python_worker_error_is_its_exception_line() -> None:
     cause = spark_failure(_error("pyspark.errors.exceptions.captured", WORKER))
-    assert cause == "OSError: [Errno 28] No space left on device"
+    assert cause == "ArchiveFailed: WARC file x.warc.gz could not be written: [Errno 28] No space"
 
 
 def test_errors_of_our_own_are_not_spark_failures() -> None:

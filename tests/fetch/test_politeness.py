@@ -681,3 +681,21 @@ def test_threads_respect_host_and_ip_gaps() -> None:
                 gaps = [p.end + (p.gap if key == "host" else rule.min_delay_s) for p in vs[:i]]
                 assert nxt.start >= max(gaps, default=0.0) - tolerance, f"{key} {name}: too soon"
     assert s.drain() == []
+
+
+def test_close_wakes_a_waiting_acquire_and_hands_out_nothing_more() -> None:
+    """A task that failed closes its scheduler: a worker waiting on a busy
+    host returns at once instead of at the deadline (real time here)."""
+    s: HostScheduler[str] = HostScheduler(RULE, time.monotonic() + 60, time.monotonic)
+    s.add_host("a", "10.0.0.1", ["1", "2"])
+    s.add_host("b", "10.0.0.2", ["x"])
+    first = s.acquire()
+    assert first is not None
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.extend([s.acquire(), s.acquire()]))
+    waiter.start()  # takes the other host, then waits on the busy one
+    s.close()
+    waiter.join(timeout=10)
+    assert not waiter.is_alive()
+    assert got[-1] is None and s.acquire() is None
+    assert len(s.drain()) == 3 - 1 - sum(1 for g in got if g is not None)

@@ -31,6 +31,7 @@ from trawl.testweb.audit import gaps
 from trawl.testweb.model import make_url
 from trawl.url.keys import host_bucket, host_of, url_fingerprint
 from trawl.url.normalize import normalize
+from trawl.warc.writer import ArchiveFailed
 
 SEED = 34  # 12 hosts / 3 IPs: one 5xx robots.txt, no slow host, no Crawl-delay
 MIN_GAP = 0.05
@@ -943,3 +944,36 @@ def test_rows_are_handed_out_while_the_task_still_fetches(model: WebModel, tmp_p
     assert len(items) >= 8
     assert requests_then < requests_at_end
     assert len(page_rows([first, *rest])) == len(items)
+
+
+def test_a_full_disk_fails_the_task_and_keeps_no_warc_file(model: WebModel, tmp_path: Path) -> None:
+    """A WARC write that fails does not become a page to retry, with more
+    records appended after a torn one: the workers stop, the task fails (its
+    re-run writes its files again) and every file it opened is dropped."""
+    room = [30_000]  # bytes left on the "disk", shared by the task's files
+    opened: list[Any] = []
+
+    class Disk(io.BytesIO):
+        aborted = False
+
+        def write(self, data: Any) -> int:
+            if len(data) > room[0]:
+                raise OSError(28, "No space left on device")
+            room[0] -= len(data)
+            return super().write(data)
+
+        def abort(self) -> None:
+            self.aborted = True
+
+    def open_file(name: str) -> Disk:
+        opened.append(Disk())
+        return opened[-1]
+
+    with TestWeb(model, tmp_path / "web") as web:
+        items = items_for(model, web.port)
+        rows: list[dict[str, Any]] = []
+        with pytest.raises(ArchiveFailed, match="No space left on device"):
+            rows.extend(run_fetch_task(items, config(web), "seg1", 0, open_file, time_limit_s=60))
+    assert opened and all(f.aborted for f in opened)
+    assert not any(str(r.get("error") or "").startswith("internal:") for r in rows)
+    assert len(rows) < len(items)  # it stopped, not fetched on

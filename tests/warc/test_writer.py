@@ -6,6 +6,7 @@ import base64
 import gzip
 import hashlib
 import io
+import random
 import socket
 import subprocess
 import sys
@@ -18,7 +19,14 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from trawl.warc.fields import payload_digest
-from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED, Stored, WarcRef, WarcWriter
+from trawl.warc.writer import (
+    REVISIT_IDENTICAL,
+    REVISIT_NOT_MODIFIED,
+    ArchiveFailed,
+    Stored,
+    WarcRef,
+    WarcWriter,
+)
 
 CONFORMANCE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance"
 WARC_SAMPLES = CONFORMANCE / "warc_samples"
@@ -586,3 +594,81 @@ def test_the_demo_checks_every_warc_record(tmp_path: Path) -> None:
     broken.write_bytes((WARC_SAMPLES / "example-digest.warc").read_bytes())
     result = warc_check(tmp_path)
     assert result["problems"] >= 1 and result["warcio_check"] == "fail"
+
+
+# --- a disk or store that refuses ------------------------------------------------
+
+
+class FillingSink(io.BytesIO):
+    """A file on a disk with ``room`` bytes left: a write that does not fit
+    lands in part, then fails as a full disk does."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.room:
+            super().write(bytes(data)[: self.room - self.tell()])
+            raise OSError(28, "No space left on device")
+        return super().write(data)
+
+
+def _exchange(path: str, body: bytes = b"x" * 2000) -> dict[str, Any]:
+    return {
+        "url": f"http://example.com{path}", "ip": None, "fetched_at": FETCHED_AT,
+        "request_head": request_head(path), "status_line": "HTTP/1.1 200 OK",
+        "response_headers": [("Content-Type", "text/plain")], "body": body,
+    }  # fmt: skip
+
+
+def test_a_full_disk_fails_the_writer_for_good(tmp_path: Path) -> None:
+    """The record that did not fit is torn: nothing more is appended after
+    it, and the file is not kept by close."""
+    path = tmp_path / "full.warc.gz"
+    sink = FillingSink(room=2500)
+    writer = WarcWriter(path, "trawl/0.1", sink=sink)
+    first = writer.write_exchange(**_exchange("/a", b"small"))
+    whole = sink.tell()
+    with pytest.raises(ArchiveFailed, match=r"could not be written: .*No space left"):
+        writer.write_exchange(**_exchange("/b", random.Random(7).randbytes(4000)))
+    assert whole < sink.tell() <= 2500  # part of a record landed
+    kept = sink.getvalue()
+    with pytest.raises(ArchiveFailed, match="failed before: OSError"):
+        writer.write_exchange(**_exchange("/c", b"small"))
+    with pytest.raises(ArchiveFailed, match="is not kept"):
+        writer.close()
+    # what was whole before the failure reads back whole
+    path.write_bytes(kept[:whole])
+    records = read_records(path)
+    assert [r["type"] for r in records] == ["warcinfo", "response", "request"]
+    assert records[1]["offset"] == first.offset
+
+
+def test_a_record_that_cannot_be_made_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    """A value the format refuses fails before a byte is written: the
+    writer goes on, and the file holds only whole records."""
+    path = tmp_path / "bad.warc.gz"
+    with WarcWriter(path, "trawl/0.1") as writer:
+        writer.write_exchange(**_exchange("/a"))
+        size = writer.size
+        with pytest.raises(ValueError):
+            writer.write_exchange(**(_exchange("/b") | {"status_line": "nonsense"}))
+        assert writer.size == size
+        writer.write_exchange(**_exchange("/c"))
+    assert [r["type"] for r in read_records(path)] == ["warcinfo", *["response", "request"] * 2]
+
+
+def test_a_file_whose_close_fails_is_not_kept(tmp_path: Path) -> None:
+    path = tmp_path / "closing.warc.gz"
+
+    class Refusing(io.FileIO):
+        def close(self) -> None:
+            super().close()
+            raise OSError(122, "Disk quota exceeded")
+
+    writer = WarcWriter(path, "trawl/0.1", sink=Refusing(path, "wb"))
+    writer.write_exchange(**_exchange("/a"))
+    with pytest.raises(ArchiveFailed, match=r"could not be closed: .*quota"):
+        writer.close()
+    assert not path.exists()

@@ -20,6 +20,7 @@ __all__ = ["report", "spark_failure"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 _CAUSED_BY = re.compile(r"^\s*Caused by: (.+)$", re.M)
+_QUALIFIED = re.compile(r"^(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*(?::|$))")
 
 
 def spark_failure(exc: BaseException) -> str | None:
@@ -33,7 +34,7 @@ def spark_failure(exc: BaseException) -> str | None:
         tail = text[text.rindex(_TRACEBACK) + len(_TRACEBACK) :].splitlines()
         for line in tail:
             if line.strip() and not line[0].isspace():
-                return line.strip()
+                return _QUALIFIED.sub(r"\1", line.strip())  # the class, not its module
     causes = _CAUSED_BY.findall(text)
     if causes:  # the JVM's innermost cause
         return str(causes[-1]).strip()

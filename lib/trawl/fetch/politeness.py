@@ -142,6 +142,14 @@ class HostScheduler(Generic[T]):
         self._heap: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._in_flight = 0
+        self._closed = False
+
+    def close(self) -> None:
+        """Hand out no more work: every ``acquire``, waiting or to come,
+        returns None (the task failed; ``drain`` gives what is left)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def add_host(
         self,
@@ -232,7 +240,7 @@ class HostScheduler(Generic[T]):
         with self._cond:
             while True:
                 now = self._clock()
-                if now >= self.deadline:
+                if now >= self.deadline or self._closed:
                     return None
                 if not self._heap or self._heap[0][0] >= self.deadline:
                     # Nothing queued can start before the deadline (the heap's

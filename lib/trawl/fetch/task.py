@@ -90,6 +90,7 @@ from trawl.net.resolver import AddressRefused
 from trawl.net.robots import DEFERRED_UNREACHABLE, RobotsRules
 from trawl.url.keys import registered_domain
 from trawl.warc.archive import Opener
+from trawl.warc.writer import ArchiveFailed
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,9 @@ class FetchTask(LinkFollowing):
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._batch = threading.Event()  # STREAM_BATCH rows are waiting
+        # a WARC write failed (a full disk, a store refusing): the workers
+        # stop and the task fails, so its re-run writes its files again
+        self.failure: ArchiveFailed | None = None
 
     def emit(self, row: Row) -> None:
         if self.progress is not None:
@@ -211,10 +215,14 @@ class FetchTask(LinkFollowing):
             self._batch.set()  # wakes ``stream`` to see the worker gone
 
     def _work(self) -> None:
-        while (job := self.scheduler.acquire()) is not None:
+        while self.failure is None and (job := self.scheduler.acquire()) is not None:
             host, item = job
             try:
                 visit = self.visit(host, item)
+            except ArchiveFailed as exc:  # the task's WARC files cannot be kept
+                self.failure = exc
+                self.scheduler.close()  # the other workers stop too
+                break
             except Exception as exc:  # a bad page must not kill the task
                 log.exception("internal error fetching %s", item.get("url"))
                 self.skip(item, FetchOutcome.RETRY, f"internal: {type(exc).__name__}: {exc}")
@@ -412,6 +420,8 @@ class FetchTask(LinkFollowing):
             thread.join()
         self._done.set()
         watcher.join()
+        if self.failure is not None:
+            raise self.failure
         for _, item in self.scheduler.drain():
             self.skip(item, FetchOutcome.NOT_REACHED, "time_limit")
         yield from self._take()

@@ -24,6 +24,7 @@ connectors are not wired here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -99,12 +100,17 @@ class _LocalUpload:
 
     def close(self) -> None:
         if not self._fh.closed:
-            self._fh.close()
+            try:
+                self._fh.close()  # the last flush: a full disk may refuse it
+            except BaseException:
+                self._open.unlink(missing_ok=True)
+                raise
             os.replace(self._open, self._final)
 
     def abort(self) -> None:
         if not self._fh.closed:
-            self._fh.close()
+            with contextlib.suppress(OSError):  # nothing is kept: a refused flush is moot
+                self._fh.close()
             self._open.unlink(missing_ok=True)
 
 

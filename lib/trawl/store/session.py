@@ -166,5 +166,29 @@ def build_spark(cfg: Config, catalog: bool = False) -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(cfg.spark.log_level)
+    if cfg.spark.log_level.upper() in QUIET_LEVELS:
+        quiet_task_failures(spark)
     apply_storage(spark, cfg)
     return spark
+
+
+# The driver's loggers that print a failed task's stack traces (a task's
+# Python traceback, then the JVM's, for every task and again for the job:
+# some 170 lines for one full disk). The failure reaches trawl as the job's
+# exception, which the CLI tells in one line and keeps whole in a file
+# (``trawl.cli.failures``); at a log level of WARN or lower they print.
+TASK_FAILURE_LOGGERS = (
+    "org.apache.spark.util.Utils",
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter",
+)
+QUIET_LEVELS = ("ERROR", "FATAL", "OFF")
+
+
+def quiet_task_failures(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    level = jvm.org.apache.logging.log4j.Level.OFF
+    for name in TASK_FAILURE_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)

@@ -19,6 +19,12 @@ How it is built, and why:
   (section 5.4: the instant capture began; the same value on the records of one
   capture event). Only the ``warcinfo`` record, which describes the file, is
   dated when the file is opened.
+* A record is made whole in memory, then appended in one write: a record
+  that cannot be made (a value the format refuses) leaves the file as it
+  was, and the caller may go on. A write that fails (a full disk, an upload
+  refused) may leave part of a record: the writer then refuses every later
+  write (``ArchiveFailed``), so the task fails and its files are written
+  again by its re-run, never kept with a torn record inside.
 * A revisit (section 6.7) stores the response head only, under one of the two
   profiles: the payload is identical to a response stored earlier (``Stored``),
   or the server answered 304 Not Modified.
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 from io import BytesIO
@@ -57,6 +64,7 @@ from trawl.warc.fields import (
 __all__ = [
     "REVISIT_IDENTICAL",
     "REVISIT_NOT_MODIFIED",
+    "ArchiveFailed",
     "Stored",
     "WarcRef",
     "WarcWriter",
@@ -74,6 +82,11 @@ REVISIT_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modif
 _HTTP_RESPONSE_TYPE = "application/http; msgtype=response"
 _HTTP_REQUEST_TYPE = "application/http; msgtype=request"
 _WARC_FIELDS_TYPE = "application/warc-fields"  # section 8.3
+
+
+class ArchiveFailed(OSError):
+    """A WARC file could not be written (the disk or the store refused): the
+    file may hold part of a record, so it takes no more and must not be kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +178,9 @@ class WarcWriter(Closing):
         self._path = Path(path)
         self.subset = subset  # which of a task's files (SUBSETS) this is
         self._fh: BinaryIO | None = sink if sink is not None else self._path.open("wb")
-        self._writer = _Writer(self._fh, gzip=True, warc_version=WARC_VERSION)
+        self._member = BytesIO()  # the record being made, one gzip member
+        self._writer = _Writer(self._member, gzip=True, warc_version=WARC_VERSION)
+        self._failed: str | None = None  # why a write failed: no more are made
         self._records = 0
         self._size = 0
         try:
@@ -201,10 +216,17 @@ class WarcWriter(Closing):
 
     def close(self) -> None:
         """Flush and close the file (a sink: complete it). Safe to call twice."""
+        if self._fh is not None and self._failed is not None:  # torn: not kept
+            self.abort()
+            raise ArchiveFailed(f"WARC file {self.name} is not kept: {self._failed}")
         if self._fh is not None:
             fh, self._fh = self._fh, None
             self._size = fh.tell()
-            fh.close()
+            try:
+                fh.close()
+            except Exception as exc:  # the last bytes (or the upload) did not land
+                self._discard(fh)
+                raise ArchiveFailed(f"WARC file {self.name} could not be closed: {exc}") from exc
 
     def abort(self) -> None:
         """Close without keeping the file: a sink that can abort (an upload)
@@ -212,11 +234,15 @@ class WarcWriter(Closing):
         if self._fh is None:
             return
         fh, self._fh = self._fh, None
+        self._discard(fh)
+
+    def _discard(self, fh: BinaryIO) -> None:
         abort = getattr(fh, "abort", None)
         if callable(abort):
             abort()
         else:
-            fh.close()
+            with suppress(OSError):  # a full disk may refuse the last flush again
+                fh.close()
             self._path.unlink(missing_ok=True)
 
     # --- records ----------------------------------------------------------------
@@ -341,11 +367,7 @@ class WarcWriter(Closing):
     def append_member(self, member: bytes) -> WarcRef:
         """Append one record that is already a gzip member, byte for byte (an
         export's copy); the caller vouches that it is one whole record."""
-        if self._fh is None:
-            raise ValueError(f"WARC file {self._path} is closed")
-        offset = self._fh.tell()
-        self._fh.write(member)
-        self._fh.flush()
+        offset = self._append(member)
         self._records += 1
         return WarcRef(self._path.name, offset, len(member))
 
@@ -395,10 +417,26 @@ class WarcWriter(Closing):
         return self._write(record, record_id)
 
     def _write(self, record: Any, record_id: str = "") -> WarcRef:
-        if self._fh is None:
-            raise ValueError(f"WARC file {self._path} is closed")
-        offset = self._fh.tell()
-        self._writer.write_record(record)  # one gzip member, flushed
+        self._member.seek(0)
+        self._member.truncate()
+        self._writer.write_record(record)  # one gzip member, made in memory
+        member = self._member.getvalue()
+        offset = self._append(member)
         self._records += 1
         faults.point("warc:mid-file")  # kill tests: a record written, the file open
-        return WarcRef(self.name, offset, self._fh.tell() - offset, record_id)
+        return WarcRef(self.name, offset, len(member), record_id)
+
+    def _append(self, member: bytes) -> int:
+        """Append a whole record to the file and flush; its offset."""
+        if self._fh is None:
+            raise ValueError(f"WARC file {self._path} is closed")
+        if self._failed is not None:
+            raise ArchiveFailed(f"WARC file {self.name} failed before: {self._failed}")
+        offset = self._fh.tell()
+        try:
+            self._fh.write(member)
+            self._fh.flush()
+        except Exception as exc:  # the file may end in part of this record
+            self._failed = f"{type(exc).__name__}: {exc}"
+            raise ArchiveFailed(f"WARC file {self.name} could not be written: {exc}") from exc
+        return offset
