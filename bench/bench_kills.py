@@ -13,10 +13,13 @@ of five hosts (``trawl.devtools.kills.small_web``):
 2. a chain of ``--kills`` runs of the same command on a second root, each
    killed with SIGKILL to its whole process tree (driver, JVM, Python
    workers). A kill lands either at a random moment of the run (uniform
-   between 2 s and 0.8 x the reference run's wall time) or, one time in three, at
-   a random fault point of ``trawl.faults`` reached a random number of
+   between 2 s and 0.8 x the reference run's wall time) or, one time in
+   three, at a random fault point of ``trawl.faults`` reached a random number of
    times (a MERGE about to commit or just committed, a WARC file half
    written, a table written and not yet marked, a stage's start);
+   after half the kills (``--stage-reruns``) the interrupted stage runs
+   alone first (``trawl updatedb --segment ...``), as an operator would,
+   and must end with exit 0;
 3. a last run of the same command, not killed;
 4. ``check_crawl``: every table and every WARC file against the reference
    (URLs lost, rows/events/records doubled, half-merged segments,
@@ -37,6 +40,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -47,7 +51,7 @@ from typing import Any
 
 from bench_politeness import append_line, commit, machine
 
-from trawl.devtools.kills import Aim, check_crawl, command, run_once, small_web
+from trawl.devtools.kills import JOBS, Aim, Run, check_crawl, command, run_once, small_web
 from trawl.store.files import CrawlRoot
 from trawl.testweb import TestWeb
 
@@ -79,6 +83,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--kills", type=int, default=4, help="planned kills per chain")
     p.add_argument("--fault-share", type=float, default=1 / 3, help="kills at fault points")
+    p.add_argument(
+        "--stage-reruns", type=float, default=0.5,
+        help="share of kills after which the interrupted stage runs alone first",
+    )  # fmt: skip
     p.add_argument("--keep", action="store_true", help="keep the crawls (printed)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "kills.jsonl")
     return p.parse_args()
@@ -100,6 +108,14 @@ def describe(aim: Aim) -> str:
     return aim.fault if aim.fault else f"{aim.after_s}s"
 
 
+def entry(aim: str, run: Run, killed: bool, stage: str) -> dict[str, Any]:
+    out = {"aim": aim, "exit": run.returncode, "s": run.seconds, "killed": killed,
+           "stage": stage, "stray": run.stray}  # fmt: skip
+    if run.returncode not in (0, -9):
+        out["tail"] = run.tail[-8:]
+    return out
+
+
 def chain(seed: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     rng = random.Random(seed)
     started = time.time()
@@ -108,14 +124,17 @@ def chain(seed: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         reference = run_once(command("cycle", ref_root, web), None, ref_root)
         if reference.returncode != 0:
             raise SystemExit(f"seed {seed}: the reference crawl failed: {reference.tail[-10:]}")
-        runs = []
+        runs: list[dict[str, Any]] = []
         for aim in plan(rng, args.kills, args.fault_share, reference.seconds):
             run = run_once(command("cycle", root, web), aim, root)
-            runs.append({"aim": describe(aim), "exit": run.returncode, "s": run.seconds,
-                         "killed": run.killed or (aim.fault is not None and run.returncode == 1),
-                         "stage": run.stage, "stray": run.stray})  # fmt: skip
-            if run.returncode not in (0, -9):
-                runs[-1]["tail"] = run.tail[-8:]
+            killed = run.killed or (aim.fault is not None and run.returncode == 1)
+            runs.append(entry(describe(aim), run, killed, run.stage))
+            stage = re.fullmatch(r"(\d+)/(\w+)", run.stage)
+            if killed and stage and stage[2] in JOBS and rng.random() < args.stage_reruns:
+                # the operator's way: the interrupted stage alone, to its end
+                job, cycle = stage[2], int(stage[1])
+                alone = run_once(command(job, root, web, cycle), None, root)
+                runs.append(entry(f"{job} alone", alone, False, f"{cycle}/{job}"))
         last = run_once(command("cycle", root, web), None, root)
     verdict = check_crawl(CrawlRoot.of(root), CrawlRoot.of(ref_root))
     # a fault point in a Python worker kills the worker, not the driver: the
@@ -129,7 +148,10 @@ def chain(seed: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         "last_exit": last.returncode,
         "failed_checks": {k: verdict.problems[k] for k in verdict.failed},
         "counter_values_differ": len(verdict.notes["counter_values_differ"]),
-        "survived": last.returncode == 0 and not verdict.failed,
+        "stage_reruns": sum(1 for r in runs if r["aim"].endswith(" alone")),
+        "survived": last.returncode == 0
+        and not verdict.failed
+        and all(r["exit"] == 0 for r in runs if r["aim"].endswith(" alone")),
         "wall_s": round(time.time() - started, 1),
     }
 

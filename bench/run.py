@@ -46,6 +46,8 @@ BENCHES: dict[str, list[str]] = {
     "freshness": ["bench/bench_freshness.py"],
     "stages": ["bench/bench_stages.py"],
     "query": ["bench/bench_query.py"],
+    "fuzz": ["bench/bench_fuzz.py"],
+    "kills": ["bench/bench_kills.py"],
 }
 
 
@@ -181,6 +183,30 @@ def query_row(r: dict[str, Any]) -> str:
     )
 
 
+def fuzz_row(r: dict[str, Any]) -> str:
+    props = r["properties"]
+    failed = [name for name, p in props.items() if p["failures"]]
+    return (
+        f"{r['examples']:,} examples over {len(props)} properties "
+        f"(URL, robots.txt, sitemaps, HTML, WARC, HTTP client): {r['failures']} failures"
+        + (f" ({', '.join(failed)})" if failed else "")
+    )
+
+
+def kills_row(r: dict[str, Any]) -> str:
+    chains = r["chains"]
+    at_points = sum(1 for c in chains for run in c["runs"] if run["killed"] and "@" in run["aim"])
+    failed = [str(c["seed"]) for c in chains if not c["survived"]]
+    alone = sum(c.get("stage_reruns", 0) for c in chains)
+    return (
+        f"{len(chains)} seeds x {r['params']['kills']} planned kills: {r['kills_made']} kills "
+        f"made ({at_points} at fault points; {alone} followed by the stage alone), "
+        f"{r['kills_in_surviving_chains']} in chains that recovered; "
+        f"{r['chains_survived']} of {len(chains)} crawls identical to the "
+        "uninterrupted one" + (f"; failed seeds: {', '.join(failed)}" if failed else "")
+    )
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "fetch": fetch_row,
     "politeness": politeness_row,
@@ -191,6 +217,8 @@ ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "freshness": freshness_row,
     "stages": stages_row,
     "query": query_row,
+    "fuzz": fuzz_row,
+    "kills": kills_row,
 }
 
 
