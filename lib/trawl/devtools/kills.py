@@ -20,6 +20,7 @@ seeds and records how many were survived.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -32,7 +33,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+from warcio.checker import Checker
 
 from trawl.store.files import CrawlRoot, warc_files, warc_record, warc_rel
 from trawl.store.lake import open_lake
@@ -372,7 +376,7 @@ def archived(
         partial += sum(1 for p in folder.glob(".*.open")) if folder.exists() else 0
         for name in warc_files(crawl, segment):
             path = folder / name
-            broken = check_file(path)
+            broken = check_file(path) + warcio_check(path)
             problems["warc_files"] += broken
             if broken:  # its records cannot all be read: the check above says so
                 continue
@@ -403,6 +407,16 @@ def archived(
     ][:5]
     notes = {"warc_refs": len(refs), "captures": len(captures), "partial_warc_files": partial}
     return problems, notes, responses
+
+
+def warcio_check(path: Path) -> list[str]:
+    """What ``warcio check`` says of the file (every record read through and
+    its digests checked, as archive tools would), [] when it passes."""
+    said = io.StringIO()
+    checker = Checker(SimpleNamespace(inputs=[str(path)], verbose=False))
+    with contextlib.redirect_stdout(said):
+        failed = checker.process_all()
+    return [f"warcio check {path.name}: {' '.join(said.getvalue().split())}"] if failed else []
 
 
 def check_crawl(crawl: CrawlRoot, reference: CrawlRoot) -> Verdict:
