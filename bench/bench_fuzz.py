@@ -30,17 +30,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import traceback
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fuzz: the properties
 
-from bench_politeness import append_line, commit, machine
+from bench_politeness import append_line, commit, line_head, machine
 from hypothesis import seed
 from tests.fuzz.properties import SUBJECTS, Hang, Property, load_all
 
@@ -127,11 +125,7 @@ def main() -> int:
         shown = {k: v for k, v in results[name].items() if k != "failed"}
         print(json.dumps({"property": name, **shown}), flush=True)
     line = {
-        "bench": "fuzz",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": sha,
-        "machine": before | {"load_avg_1m_end": round(os.getloadavg()[0], 2)},
-        "params": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        **line_head("fuzz", sha, before, args),
         "properties": results,
         "examples": sum(r["examples"] for r in results.values()),
         "failures": sum(r["failures"] for r in results.values()),

@@ -38,18 +38,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import shutil
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_politeness import append_line, commit, machine
+from bench_politeness import append_line, commit, line_head, machine
 
 from trawl.devtools.kills import JOBS, Aim, Run, check_crawl, command, run_once, small_web
 from trawl.store.files import CrawlRoot
@@ -173,11 +171,7 @@ def main() -> int:
         chains.append(result)
         print(json.dumps(result), flush=True)
     line = {
-        "bench": "kills",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": sha,
-        "machine": before | {"load_avg_1m_end": round(os.getloadavg()[0], 2)},
-        "params": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        **line_head("kills", sha, before, args),
         "chains": chains,
         "kills_made": sum(c["kills_made"] for c in chains),
         "kills_in_surviving_chains": sum(c["kills_made"] for c in chains if c["survived"]),

@@ -136,6 +136,19 @@ def append_line(path: Path, line: dict[str, Any]) -> None:
         fh.write(json.dumps(line) + "\n")
 
 
+def line_head(bench: str, sha: str | None, before: dict[str, Any], args: Any) -> dict[str, Any]:
+    """The fields every results line starts with: what ran, when, on which
+    commit and machine (its load at the start and now), with which
+    arguments."""
+    return {
+        "bench": bench,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": sha,
+        "machine": before | {"load_avg_1m_end": round(os.getloadavg()[0], 2)},
+        "params": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+    }
+
+
 def commit() -> str | None:
     """The checked-out commit, read from .git without running git (a linked
     worktree's .git is a file naming its own git folder)."""
