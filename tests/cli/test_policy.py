@@ -200,14 +200,17 @@ def test_cli_argument_errors(policy: Cli, capsys: pytest.CaptureFixture[str], ar
     assert "error:" in capsys.readouterr().err
 
 
-def test_cli_broken_table_is_exit_1_and_one_line(policy: Cli, crawl: str) -> None:
+def test_cli_broken_table_is_exit_2_and_one_line(policy: Cli, crawl: str) -> None:
+    """A commit that is not JSON is found before the command reads the
+    table (``trawl.store.deltalog``): exit 2, naming the table, the entry
+    and the fix."""
     log = Path(crawl, "policy", "_delta_log")
     log.mkdir(parents=True)
     (log / "00000000000000000000.json").write_text("garbage\n")
     code, out, err = policy("list")
-    assert code == 1 and out == ""
-    assert err.startswith("trawl policy: cannot read the policy table at")
-    assert err.count("\n") == 1
+    assert code == 2 and out == ""
+    assert err.startswith("trawl: ") and "policy" in err and "00000000000000000000.json" in err
+    assert "Traceback" not in err and err.count("\n") <= 6  # the damage and the fix
 
 
 def test_cli_policy_never_loads_spark(tmp_path: Path) -> None:
@@ -254,3 +257,15 @@ def test_cli_list_warns_of_a_domain_rule_from_before_the_private_section(
     code, out, err = policy("clear --domain github.io --reason 'per site now' --json")
     assert (code, json_rows(out)[0]["action"], err) == (0, "clear", "")
     assert policy("list --json")[2] == ""
+
+
+def test_cli_unreadable_table_is_exit_1_and_one_line(policy: Cli, crawl: str) -> None:
+    """A log whose entries are whole JSON but no Delta table (no protocol,
+    no schema) passes the up-front check; reading it fails in one line."""
+    log = Path(crawl, "policy", "_delta_log")
+    log.mkdir(parents=True)
+    (log / "00000000000000000000.json").write_text('{"commitInfo": {}}\n')
+    code, out, err = policy("list")
+    assert code == 1 and out == ""
+    assert err.startswith("trawl policy: cannot read the policy table at")
+    assert err.count("\n") == 1
