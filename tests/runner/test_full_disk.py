@@ -1,6 +1,7 @@
 """A disk that fills under a fetch (issue 30): the run fails with one line
 that names the cause and the fix, crawl state is as it was, and the same
-command run again, with room, completes with whole WARC files.
+command run again, with room, completes with whole WARC files; run once
+more, it keeps that fetch.
 
 The segment's WARC folder is a tmpfs of 16 KiB (the first segment of the
 small web writes six files, each taking at least one 4 KiB page of it);
@@ -84,3 +85,11 @@ def test_a_full_disk_under_fetch_fails_cleanly_and_a_rerun_completes(
         names = warc_files(crawl, segment)
         assert len(names) >= 2
         assert all(check_file(warc / name) == [] for name in names)
+
+        # run once more (updatedb has not merged it): the segment is kept,
+        # no host is asked again, no file rewritten
+        asked = web.access_log.read_text().count("\n")
+        files = {n: (warc / n).stat().st_mtime_ns for n in names}
+        assert run_fetch(ctx)["fetch/page/success"] == rows["fetch/page/success"]
+        assert web.access_log.read_text().count("\n") == asked
+        assert {n: (warc / n).stat().st_mtime_ns for n in names} == files

@@ -145,7 +145,8 @@ def test_no_segment_half_merged(chain: Chain) -> None:
 def test_every_warc_file_whole_and_every_reference_into_it_exact(chain: Chain) -> None:
     """Also crawldb's ``stored_capture``: a run killed after updatedb's MERGE
     committed used to fetch the segment again on its re-run, rewriting the
-    WARC files crawldb already pointed into (``merged_into_crawldb``)."""
+    WARC files crawldb already pointed into (a segment fetched whole now
+    keeps its fetch, ``trawl.runner.fetch``)."""
     for name in ("warc_files", "warc_refs", "captures"):
         assert chain.verdict.problems[name] == [], name
     assert chain.verdict.notes["warc_refs"] > 20 and chain.verdict.notes["captures"] > 5

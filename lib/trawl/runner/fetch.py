@@ -10,8 +10,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from trawl import faults
-from trawl.fetch.claims import NewHostScope
-from trawl.runner.common import JobContext, counted, say
+from trawl.runner.common import JobContext, say
 from trawl.runner.progress import FetchProgress
 from trawl.stages.common import concurrently
 from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
@@ -33,13 +32,9 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
     fetchlist = read_segment_table(spark, root, segment, "fetchlist")
     places = FetchPlaces(ctx.files, segment)
 
-    def scope() -> NewHostScope | None:
+    if not segment_exists(spark, root, segment, "fetch"):
         crawldb = read_table(spark, root, "crawldb")
-        return new_host_scope(crawldb, fetchlist, ctx.cfg, places.claims)
-
-    # the check and the new-host scope are each a few small jobs: side by side
-    merged, starts = concurrently(lambda: merged_into_crawldb(ctx), scope)
-    if not merged:
+        starts = new_host_scope(crawldb, fetchlist, ctx.cfg, places.claims)
         if starts is not None:
             places.claims.clear()  # a re-run's tasks claim afresh
         places.clear_progress()  # a re-run's tasks report afresh
@@ -48,9 +43,16 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
         with FetchProgress(places, ctx.cfg):
             write_segment_table(rows, root, segment, "fetch")
     else:
-        # updatedb merged this fetch: crawldb and events point into its WARC
-        # records, so a re-run keeps them rather than fetch the list again.
-        say(f"fetch: segment {ctx.segment} is merged; its fetch stays")
+        # The segment was fetched whole. A re-run (a cycle run again after a
+        # crash in a later stage, Airflow clearing a run) keeps it: fetched
+        # again, every host would get the segment's requests a second time,
+        # and once updatedb merged it, crawldb and events point into its
+        # WARC records, which a second fetch would rewrite under the same
+        # names with new record ids (what tests/runner/test_kills.py found).
+        say(
+            f"fetch: segment {ctx.segment} is fetched; its fetch stays "
+            f"(to fetch its list again, delete segments/{ctx.segment}/fetch first)"
+        )
     rows = read_segment_table(spark, root, segment, "fetch")
     following = ctx.cfg.fetch.starts_new_hosts
     # the counting jobs and the WARC index (Python reading files in this
@@ -73,24 +75,6 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
     counters.append(("fetch/warc/index_lines", indexed))
     write_counters(ctx.files, ctx.segment, "fetch", counters)
     return {"segment": ctx.segment, **{k: v for k, v in sorted(counters)}}
-
-
-def merged_into_crawldb(ctx: JobContext) -> bool:
-    """Whether updatedb merged the segment's fetch: it counted, or it died
-    after crawldb's MERGE committed and before counting. crawldb's rows then
-    carry the segment (``last_segment``) and point into its WARC records
-    (``stored_capture``), so the fetch must stay: fetched again, its WARC
-    files are rewritten under the same names with new record ids, and
-    crawldb would name records that no longer exist (what
-    tests/runner/test_kills.py found, killing a run right after that
-    commit). Only a segment with a whole fetch table can have been merged:
-    the first fetch of a segment pays no scan of crawldb."""
-    if counted(ctx, "updatedb"):
-        return True
-    if not segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):
-        return False
-    crawldb = read_table(ctx.spark, ctx.root, "crawldb")
-    return not crawldb.filter(F.col("last_segment") == ctx.segment).isEmpty()
 
 
 def write_segment_index(ctx: JobContext) -> int:
