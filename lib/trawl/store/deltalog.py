@@ -118,10 +118,11 @@ def log_damage(root: CrawlRoot, table: str) -> list[Damage]:
         else:
             if pointed not in checkpoints:
                 at("_last_checkpoint", f"names checkpoint {pointed}, which is not there", None)
+    # a table without a checkpoint starts at 0; one with needs no commit
+    # before its newest checkpoint (Delta's log cleanup removes them)
     base = max((c for c in checkpoints if c <= commits[-1]), default=None)
-    expected = range(commits[0] if base is not None else 0, commits[-1] + 1)
-    after = [v for v in expected if base is None or v >= base]
-    missing = sorted(set(after) - set(commits))
+    first = 0 if base is None else max(base, commits[0])
+    missing = sorted(set(range(first, commits[-1] + 1)) - set(commits))
     if missing:
         good = missing[0] - 1 if missing[0] > 0 else None
         at(f"{missing[0]:020d}.json", f"commit {missing[0]} is missing"

@@ -368,7 +368,6 @@ class WarcWriter(Closing):
         """Append one record that is already a gzip member, byte for byte (an
         export's copy); the caller vouches that it is one whole record."""
         offset = self._append(member)
-        self._records += 1
         return WarcRef(self._path.name, offset, len(member))
 
     # --- internals ----------------------------------------------------------------
@@ -422,12 +421,11 @@ class WarcWriter(Closing):
         self._writer.write_record(record)  # one gzip member, made in memory
         member = self._member.getvalue()
         offset = self._append(member)
-        self._records += 1
         faults.point("warc:mid-file")  # kill tests: a record written, the file open
         return WarcRef(self.name, offset, len(member), record_id)
 
     def _append(self, member: bytes) -> int:
-        """Append a whole record to the file and flush; its offset."""
+        """Append a whole record to the file, flush and count it; its offset."""
         if self._fh is None:
             raise ValueError(f"WARC file {self._path} is closed")
         if self._failed is not None:
@@ -439,4 +437,5 @@ class WarcWriter(Closing):
         except Exception as exc:  # the file may end in part of this record
             self._failed = f"{type(exc).__name__}: {exc}"
             raise ArchiveFailed(f"WARC file {self.name} could not be written: {exc}") from exc
+        self._records += 1
         return offset
