@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One-time setup on a fresh machine: a virtualenv in .venv with trawl and its
-# dependencies (moto's S3 server among the dev ones, for the object-store
-# tests), the Delta Lake and S3A jars in jars/lib/ (fetched with Maven once,
-# then loaded from disk by every Spark session), pywb in .venv-pywb for the
-# replay test, Airflow in .venv-airflow for the DAG test, and Debian's chromium
-# for the report's browser test. Safe to run again.
+# dependencies (among the dev ones moto's S3 server, for the object-store
+# tests, and py-wacz, whose `wacz validate` checks `trawl export wacz`), the
+# Delta Lake and S3A jars in jars/lib/ (fetched with Maven once, then loaded
+# from disk by every Spark session), pywb in .venv-pywb for the replay test,
+# Airflow in .venv-airflow for the DAG test, and Debian's chromium for the
+# report's browser test. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -23,7 +24,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, boto3, moto' 2>/dev/null \
+if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, boto3, moto, wacz' 2>/dev/null \
    || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]'

@@ -161,4 +161,6 @@ def _next_steps(out: Path) -> str:
         f"  {trawl} warc get --crawl {crawl} FILE:OFFSET:LENGTH   "
         "(a fetch row's warc_file, warc_offset, warc_length)\n"
         f"  {trawl} export warc --crawl {crawl} --out {out}/export --status 2xx --no-duplicates\n"
+        f"  {trawl} export wacz --crawl {crawl} --out {out}/crawl.wacz --status 2xx "
+        "--no-duplicates   (one file for ReplayWeb.page)\n"
     )

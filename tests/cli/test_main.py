@@ -78,3 +78,30 @@ def test_after_delta_rs_touched_an_object_store_the_command_skips_teardown(
         )  # fmt: skip
         assert run.returncode == 0, run.stderr
         assert f"h{n}.example.com" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("{tmp}/crawl.zip", "export wacz: --out wants a file name ending in .wacz, got "),
+        ("{tmp}", "export wacz: --out wants a file name ending in .wacz, got "),
+        ("{tmp}/folder.wacz", "is a folder; give a file name ending in .wacz"),
+    ],
+)
+def test_export_wacz_with_a_bad_out_is_one_line_before_spark(
+    tmp_path: Path, out: str, message: str
+) -> None:
+    """Refused before a JVM starts or the crawl is read: one line, exit 2."""
+    import subprocess
+    import sys
+
+    (tmp_path / "folder.wacz").mkdir()
+    run = subprocess.run(
+        [sys.executable, "-m", "trawl.cli", "export", "wacz", "--crawl", str(tmp_path / "c"),
+         "--out", out.format(tmp=tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.startswith("trawl: ") and message in run.stderr, run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert not list(tmp_path.glob("*.zip")) and not (tmp_path / "c").exists()

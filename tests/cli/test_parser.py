@@ -54,3 +54,15 @@ def test_the_demo_takes_its_web_size_and_cycles(capsys: pytest.CaptureFixture[st
             build_parser().parse_args(bad)
         assert exit_.value.code == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_export_wacz_takes_the_selection_flags_of_export_warc() -> None:
+    flags = ["--segments", "s1", "s2", "--since", "2026-01-01", "--until", "2026-02-01",
+             "--host", "a.test", "--domain", "b.test", "--status", "2xx",
+             "--no-duplicates"]  # fmt: skip
+    warc = build_parser().parse_args(["export", "warc", "--out", "folder", *flags])
+    wacz = build_parser().parse_args(["export", "wacz", "--out", "x.wacz", *flags])
+    keys = ("segments", "since", "until", "host", "domain", "status", "duplicates")
+    assert {k: getattr(wacz, k) for k in keys} == {k: getattr(warc, k) for k in keys}
+    assert wacz.export_kind == "wacz" and wacz.out == "x.wacz" and wacz.title is None
+    assert wacz.duplicates is False

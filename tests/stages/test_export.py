@@ -1,6 +1,7 @@
 """What archive builders get from a crawl: WARC files the usual tools accept,
 CDXJ indexes equal to cdxj-indexer's, events whose warc_ref opens the right
-record, and exports that hold exactly the selected captures.
+record, exports that hold exactly the selected captures, and WACZ packages
+that ``wacz validate`` accepts.
 
 A module-scoped crawl of a test web with byte-identical copies (so some
 pages are archived as identical-payload revisits) runs two whole cycles
@@ -9,9 +10,11 @@ pages are archived as identical-payload revisits) runs two whole cycles
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,9 +23,18 @@ from typing import Any
 
 import pytest
 
+from tests.warc.test_wacz import assert_valid
 from trawl.cli import main
 from trawl.config import Config, load_config
-from trawl.runner import JobContext, run_cycles, run_export, run_inject, run_warc_index, segment_id
+from trawl.runner import (
+    JobContext,
+    run_cycles,
+    run_export,
+    run_inject,
+    run_wacz_export,
+    run_warc_index,
+    segment_id,
+)
 from trawl.stages.export import Selection
 from trawl.store.files import CrawlRoot, warc_record
 from trawl.store.tables import read_segment_table, read_table, segment_path
@@ -238,3 +250,101 @@ def test_export_cli_rejects_bad_input(crawl: Crawl, tmp_path: Path) -> None:
     base = ["export", "warc", "--crawl", crawl.root, "--out", str(tmp_path)]
     assert main([*base, "--status", "6xx"]) == 2
     assert main([*base, "--segments", "nosuch"]) == 2
+
+
+# --- WACZ ---------------------------------------------------------------------------
+
+
+def unpack(wacz: Path, into: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wacz) as zf:
+        assert all(
+            i.compress_type == zipfile.ZIP_STORED
+            for i in zf.infolist()
+            if i.filename.startswith("archive/")
+        )
+        zf.extractall(into)
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def html_pages(files: list[Path]) -> set[tuple[str, str]]:
+    """(url, WARC-Date) of every 2xx HTML response or revisit in ``files``."""
+    found = set()
+    for record in (r for f in files for r in iter_records(f)):
+        head = record.http_head()
+        if record.rec_type not in ("response", "revisit") or head is None:
+            continue
+        mime = (head.header("Content-Type") or "").split(";")[0].strip().lower()
+        if head.status.startswith("2") and mime == "text/html":
+            found.add((str(record.target_uri), str(record.header("WARC-Date"))))
+    return found
+
+
+def test_wacz_export_passes_wacz_validate_and_lists_every_html_page(
+    crawl: Crawl, tmp_path: Path
+) -> None:
+    out = tmp_path / "exports" / "crawl.wacz"
+    result = run_wacz_export(crawl.ctx(), Selection(), str(out))
+    assert_valid(out)
+    contents = unpack(out, tmp_path / "x")
+    warcs = sorted((tmp_path / "x" / "archive").glob("*.warc.gz"))
+    fetch = read_segment_table(crawl.spark, crawl.root, crawl.segments[0], "fetch")
+    for segment in crawl.segments[1:]:
+        fetch = fetch.unionByName(read_segment_table(crawl.spark, crawl.root, segment, "fetch"))
+    captured = fetch.filter("kind = 'page' AND warc_file IS NOT NULL").collect()
+    assert result["captures"] == len(captured) and result["missing"] == 0
+    assert result["warc_files"] == len(warcs) and result["bytes"] == out.stat().st_size
+    # the index is the one trawl writes for the archive's files: cdxj-indexer's
+    assert contents["indexes/index.cdxj"] == cdxj_indexer(warcs)
+    # pages.jsonl: its header, then each HTML page captured, at its record's WARC-Date
+    lines = [json.loads(line) for line in contents["pages/pages.jsonl"].splitlines()]
+    assert lines[0]["format"] == "json-pages-1.0" and "url" not in lines[0]
+    listed = lines[1:]
+    assert result["pages"] == len(listed) > 5
+    assert {(p["url"], p["ts"]) for p in listed} == html_pages(warcs)
+    # titles are the fetch's, where it read one
+    titles = {(r["url"], " ".join((r["title"] or "").split()) or None) for r in captured}
+    assert {(p["url"], p.get("title")) for p in listed} <= titles
+    assert sum(1 for p in listed if p.get("title")) > len(listed) // 2
+    # the manifest: each file's sha256 and size; the digest file: the manifest's
+    manifest = json.loads(contents["datapackage.json"])
+    assert manifest["wacz_version"] == "1.1.1" and manifest["created"] == "2026-10-01T06:00:00Z"
+    assert {r["path"] for r in manifest["resources"]} == set(contents) - {
+        "datapackage.json",
+        "datapackage-digest.json",
+    }
+    for resource in manifest["resources"]:
+        data = contents[resource["path"]]
+        assert resource["hash"] == f"sha256:{hashlib.sha256(data).hexdigest()}"
+        assert resource["bytes"] == len(data)
+    digest = json.loads(contents["datapackage-digest.json"])
+    assert digest["hash"] == f"sha256:{hashlib.sha256(contents['datapackage.json']).hexdigest()}"
+
+
+def test_wacz_export_from_the_command_line(
+    crawl: Crawl, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same flags as ``export warc``; the result as JSON; a selection
+    that matches nothing is one line and exit 2, and no file."""
+    out = tmp_path / "picked.wacz"
+    base = ["export", "wacz", "--crawl", crawl.root, "--at", "2026-10-03T00:00:00Z"]
+    argv = [*base, "--out", str(out), "--status", "2xx", "--no-duplicates", "--json"]
+    assert main([*argv, "--title", "Picked pages"]) == 0
+    said = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert said["wacz"] == str(out) and said["captures"] > 0 and said["pages"] > 0
+    assert_valid(out)
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("datapackage.json"))
+        names = zf.namelist()
+    assert manifest["title"] == "Picked pages"
+    assert "statuses 2xx" in manifest["description"]
+    assert "duplicates excluded" in manifest["description"]
+    warcs = [n for n in names if n.startswith("archive/")]
+    assert warcs and all(n.startswith("archive/trawl-export-20261003T000000Z-") for n in warcs)
+    nothing = tmp_path / "nothing.wacz"
+    assert main([*base, "--out", str(nothing), "--host", "no-such-host.test"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "trawl: export wacz: no captures match the selection "
+        "(hosts no-such-host.test, duplicates included)\n"
+    )
+    assert not nothing.exists()

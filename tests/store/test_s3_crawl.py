@@ -190,6 +190,36 @@ def test_the_export_from_s3_replays_in_pywb(crawls: Crawls, tmp_path: Path) -> N
             assert (status, body) == (capture.status, capture.payload), url
 
 
+def test_a_wacz_export_reads_the_bucket_and_is_uploaded_to_it(
+    crawls: Crawls, tmp_path: Path
+) -> None:
+    """WARC files read from the S3 root, the package written to a bucket:
+    whole, valid, and with the pages and index of the same export to a
+    local file (the bytes differ: each WARC file has its own warcinfo)."""
+    import zipfile
+
+    from tests.warc.test_wacz import assert_valid
+    from trawl.runner import run_wacz_export
+    from trawl.stages.export import Selection
+
+    ctx = JobContext(crawls.spark, crawls.cfg, crawls.s3, segment_id(AT), AT)
+    chosen = Selection(statuses=("200",))
+    local = run_wacz_export(ctx, chosen, str(tmp_path / "local.wacz"))
+    remote = run_wacz_export(ctx, chosen, "s3a://crawls/exports/news.wacz")
+    assert remote["wacz"] == "s3a://crawls/exports/news.wacz"
+    assert local["captures"] == remote["captures"] > 5 and remote["pages"] == local["pages"] > 0
+    store = CrawlRoot.of("s3a://crawls/exports", crawls.cfg.storage)
+    assert store.names("") == ["news.wacz"]  # no part left behind
+    uploaded = store.download("news.wacz", tmp_path / "news.wacz")
+    assert uploaded.stat().st_size == remote["bytes"]
+    assert_valid(uploaded)
+    with zipfile.ZipFile(uploaded) as up, zipfile.ZipFile(tmp_path / "local.wacz") as down:
+        assert up.read("pages/pages.jsonl") == down.read("pages/pages.jsonl")
+        keys = [[line.split(b" ")[:2] for line in z.read("indexes/index.cdxj").splitlines()]
+                for z in (up, down)]  # fmt: skip
+        assert keys[0] == keys[1]
+
+
 def test_a_cycle_killed_mid_fetch_is_rerun_losing_and_doubling_nothing(crawls: Crawls) -> None:
     """SIGKILL to the whole process tree (driver, JVM, Python workers) while
     its fetch tasks upload WARC files, then the same command again: the

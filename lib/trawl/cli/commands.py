@@ -51,6 +51,10 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
         return policy_command(args, cfg)
     if args.command == "warc" and args.warc_command == "get":  # no JVM either
         return _warc_get(args, cfg)
+    if args.command == "export" and args.export_kind == "wacz":  # a bad --out: before any JVM
+        from trawl.warc.wacz import wacz_target
+
+        wacz_target(args.out)
     if args.command in READING_COMMANDS:  # reads never write: no crawl, no JVM, exit 2
         from trawl.store.lake import require_crawl
 
@@ -193,7 +197,7 @@ def _warc_get(args: argparse.Namespace, cfg: Config) -> int:
 def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespace) -> int:
     from trawl.crawldb.policy import normalize_target
     from trawl.report import emit
-    from trawl.runner import JobContext, run_export, run_warc_index, segment_id
+    from trawl.runner import JobContext, run_export, run_wacz_export, run_warc_index, segment_id
     from trawl.stages.export import Selection, parse_statuses
 
     at = getattr(args, "at", None) or datetime.now(UTC)
@@ -212,6 +216,9 @@ def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespac
         statuses=parse_statuses(args.status),
         duplicates=args.duplicates,
     )
+    if args.export_kind == "wacz":
+        emit([run_wacz_export(ctx, selection, args.out, args.title)], args.json, "export wacz")
+        return 0
     emit([run_export(ctx, selection, args.out, args.name)], args.json, "export warc")
     return 0
 

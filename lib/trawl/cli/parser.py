@@ -231,7 +231,9 @@ def _warc_parsers(sub: Any) -> None:
 
 
 def _export_parser(sub: Any) -> None:
-    export = sub.add_parser("export", help="copy selected captures into new WARC files")
+    export = sub.add_parser(
+        "export", help="copy selected captures into new WARC files, or a WACZ package"
+    )
     kinds = export.add_subparsers(dest="export_kind", required=True, metavar="KIND")
     p = kinds.add_parser(
         "warc",
@@ -245,6 +247,29 @@ def _export_parser(sub: Any) -> None:
     p.add_argument("--at", type=_at, help="time that names the files (default: now)")
     p.add_argument("--out", required=True, help="folder for the WARC files and their index")
     p.add_argument("--name", help="file name stem (default <prefix>-export-<time>)")
+    _selection_args(p)
+    p = kinds.add_parser(
+        "wacz",
+        help="the same selection as one WACZ 1.1.1 file (WARCs, CDXJ, pages, hashes)",
+        description="The captures `export warc` would write, packed as a WACZ 1.1.1 file "
+        "that ReplayWeb.page opens and `wacz validate` accepts: archive/*.warc.gz (stored), "
+        "indexes/index.cdxj, pages/pages.jsonl (the HTML pages: url, ts, title), "
+        "datapackage.json with the sha256 and size of each, datapackage-digest.json. "
+        "Not signed. Nothing selected is an error (exit 2).",
+    )
+    _common(p)
+    p.add_argument(
+        "--at", type=_at, help="time that names the WARC files and dates the package (default: now)"
+    )
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="the .wacz file (local, or s3a://...)"
+    )
+    p.add_argument("--title", help="the package's title (default: trawl crawl <crawl name>)")
+    _selection_args(p)
+
+
+def _selection_args(p: argparse.ArgumentParser) -> None:
+    """What an export takes: the captures by segment, time, host, domain, status."""
     p.add_argument("--segments", nargs="*", default=[], help="default: every fetched segment")
     p.add_argument("--since", type=_at, help="captured at or after (ISO 8601)")
     p.add_argument("--until", type=_at, help="captured before (ISO 8601)")

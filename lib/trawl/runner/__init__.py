@@ -11,7 +11,7 @@ are written last, so "counted" means "finished".
 
 from __future__ import annotations
 
-from trawl.runner.archive import run_export, run_warc_index
+from trawl.runner.archive import run_export, run_wacz_export, run_warc_index
 from trawl.runner.common import JobContext, say, segment_id
 from trawl.runner.cycle import run_cycles
 from trawl.runner.dedup import run_dedup
@@ -37,6 +37,7 @@ __all__ = [
     "run_sql",
     "run_stats",
     "run_updatedb",
+    "run_wacz_export",
     "run_warc_index",
     "say",
     "segment_id",

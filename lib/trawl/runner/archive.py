@@ -1,10 +1,12 @@
-"""The crawl's WARC records out: merged CDXJ indexes and exports."""
+"""The crawl's WARC records out: merged CDXJ indexes, exports to WARC
+files, and WACZ packages of an export."""
 
 from __future__ import annotations
 
 import dataclasses
 import tempfile
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,10 @@ from trawl.store.tables import (
     segment_exists,
 )
 from trawl.warc.cdxj import merge_indexes, write_index
-from trawl.warc.lookup import export_captures
+from trawl.warc.lookup import ExportResult, export_captures
+from trawl.warc.wacz import PageCapture, pages, wacz_target, write_wacz
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def run_warc_index(ctx: JobContext, segments: Sequence[str], out: str) -> dict[str, Any]:
@@ -52,30 +57,18 @@ def run_export(
     """Copy the selected captures into new WARC files under ``out_dir`` (a
     local folder, or a folder of an object store), with their CDXJ index
     (``<name>.cdxj``, sorted) beside them."""
-    segments = fetched_segments(ctx.spark, ctx.root, selection.segments)
-    fetch = read_segments(ctx.spark, ctx.root, segments, "fetch")
-    crawldb = read_existing(ctx.spark, ctx.root, "crawldb")
-    rows = select_captures(fetch, crawldb, selection).collect()
-    name = name or f"{ctx.cfg.warc.prefix}-export-{segment_id(ctx.at)}"
+    rows = selected_captures(ctx, selection)
+    name = name or export_name(ctx)
     target = CrawlRoot.of(out_dir, ctx.cfg.storage)
     with tempfile.TemporaryDirectory(prefix="trawl-export-") as tmp:
-        chosen = source_files(ctx.files, rows, Path(tmp) / "in")
         local_out = target.local or Path(tmp) / "out"
-        result = export_captures(
-            chosen,
-            local_out,
-            name=name,
-            software=f"trawl/{__version__}",
-            description=selection.describe(),
-            max_file_bytes=ctx.cfg.warc.max_file_bytes,
-        )
+        result = copy_captures(ctx, selection, rows, Path(tmp) / "in", local_out, name)
         index = local_out / f"{name}.cdxj"
         lines = write_index(result.files, index, sort=True)
         if target.local is None:  # upload what was written, the index last
             for path in [*result.files, index]:
                 target.write_bytes(path.name, path.read_bytes())
-    if result.missing:
-        say(f"export: {len(result.missing)} selected records were not found: {result.missing[:5]}")
+    _say_missing(result)
     return {
         "captures": result.captures,
         "records": result.records,
@@ -84,6 +77,112 @@ def run_export(
         "index_lines": lines,
         "missing": len(result.missing),
     }
+
+
+def run_wacz_export(
+    ctx: JobContext, selection: Selection, out: str, title: str | None = None
+) -> dict[str, Any]:
+    """Pack the selected captures as the WACZ ``out`` (a local file, or one
+    on an object store): their WARC files as ``export warc`` writes them,
+    the CDXJ index, the HTML pages among them, the manifest with hashes
+    (``trawl.warc.wacz``). Nothing selected is an error, not an empty
+    package."""
+    folder, file_name = wacz_target(out)
+    rows = selected_captures(ctx, selection)
+    if not rows:
+        raise ValueError(f"export wacz: no captures match the selection ({_said(selection)})")
+    target = CrawlRoot.of(folder, ctx.cfg.storage)
+    with tempfile.TemporaryDirectory(prefix="trawl-wacz-") as tmp:
+        archive = Path(tmp) / "archive"
+        result = copy_captures(ctx, selection, rows, Path(tmp) / "in", archive, export_name(ctx))
+        _say_missing(result)
+        if not result.captures:
+            raise ValueError(f"export wacz: none of the {len(rows)} selected captures was found")
+        index = Path(tmp) / "index.cdxj"
+        lines = write_index(result.files, index, sort=True)
+        listed = pages(_page_captures(rows, result.missing))
+        local = target.local_path(file_name) or Path(tmp) / file_name
+        package = write_wacz(
+            local, result.files, index, listed, created=ctx.at,
+            software=f"trawl {__version__}",
+            title=title or f"trawl crawl {Path(ctx.root).name}",
+            description=_said(selection),
+        )  # fmt: skip
+        size = package.size
+        if target.local is None:
+            target.upload(file_name, local)
+    return {
+        "wacz": target.child(file_name),
+        "captures": result.captures,
+        "records": result.records,
+        "warc_files": len(result.files),
+        "index_lines": lines,
+        "pages": package.pages,
+        "bytes": size,
+        "missing": len(result.missing),
+    }
+
+
+def selected_captures(ctx: JobContext, selection: Selection) -> list[Any]:
+    """The fetch rows of the captures ``selection`` picks (``select_captures``)."""
+    segments = fetched_segments(ctx.spark, ctx.root, selection.segments)
+    fetch = read_segments(ctx.spark, ctx.root, segments, "fetch")
+    crawldb = read_existing(ctx.spark, ctx.root, "crawldb")
+    return list(select_captures(fetch, crawldb, selection).collect())
+
+
+def export_name(ctx: JobContext) -> str:
+    """The stem of an export's WARC files: ``<prefix>-export-<time>``."""
+    return f"{ctx.cfg.warc.prefix}-export-{segment_id(ctx.at)}"
+
+
+def copy_captures(
+    ctx: JobContext,
+    selection: Selection,
+    rows: Sequence[Any],
+    sources: Path,
+    out: Path,
+    name: str,
+) -> ExportResult:
+    """Copy the captures of ``rows`` into ``<name>-<serial>.warc.gz`` files
+    in the local folder ``out`` (sources of an object-store root are
+    downloaded into ``sources`` first)."""
+    return export_captures(
+        source_files(ctx.files, rows, sources),
+        out,
+        name=name,
+        software=f"trawl/{__version__}",
+        description=selection.describe(),
+        max_file_bytes=ctx.cfg.warc.max_file_bytes,
+    )
+
+
+def _page_captures(rows: Sequence[Any], missing: Sequence[str]) -> list[PageCapture]:
+    """The exported rows as the page list sees them (``missing``: the
+    ``file:offset`` of selected captures not found, left out)."""
+    gone = set(missing)
+    return [
+        PageCapture(
+            url=row["url"],
+            fetched_at=_EPOCH + timedelta(microseconds=int(row["fetched_us"])),
+            http_status=row["http_status"],
+            content_type=row["content_type"],
+            title=row["title"],
+        )
+        for row in rows
+        if f"{row['warc_file']}:{row['warc_offset']}" not in gone and row["fetched_us"] is not None
+    ]
+
+
+def _say_missing(result: ExportResult) -> None:
+    if result.missing:
+        say(f"export: {len(result.missing)} selected records were not found: {result.missing[:5]}")
+
+
+def _said(selection: Selection) -> str:
+    """The selection in words: ``segments 1 2, statuses 2xx, duplicates excluded``."""
+    fields = {k: v for k, v in selection.describe().items() if k != "isPartOf"}
+    return ", ".join(f"{k} {v}" for k, v in fields.items())
 
 
 def source_files(root: CrawlRoot, rows: Sequence[Any], tmp: Path) -> dict[Path, list[int]]:

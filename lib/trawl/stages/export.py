@@ -1,4 +1,5 @@
-"""Export: the captures archive builders ask for, copied into new WARC files.
+"""Export: the captures archive builders ask for, copied into new WARC files
+(``trawl export warc``) or packed as a WACZ (``trawl export wacz``).
 
 ``select_captures`` is the Spark half: the page fetches of the chosen
 segments that have a WARC record (a response or revisit), filtered by capture
@@ -21,7 +22,7 @@ from pyspark.sql import functions as F
 
 @dataclass(frozen=True)
 class Selection:
-    """What ``trawl export warc`` was asked for (empty: no restriction)."""
+    """What ``trawl export warc|wacz`` was asked for (empty: no restriction)."""
 
     segments: tuple[str, ...] = ()
     since: datetime | None = None
@@ -78,7 +79,10 @@ def _status_filter(statuses: Sequence[str]) -> Column:
 
 def select_captures(fetch: DataFrame, crawldb: DataFrame, selection: Selection) -> DataFrame:
     """(segment, warc_file, warc_offset, url, http_status) of every selected
-    capture, from the chosen segments' fetch rows (with their ``segment``)."""
+    capture, from the chosen segments' fetch rows (with their ``segment``),
+    and what a WACZ page list says of it: ``fetched_us`` (the capture time,
+    WARC-Date, in microseconds since the epoch: no time zone on the way to
+    Python), ``content_type`` and ``title``."""
     rows = fetch.filter((F.col("kind") == "page") & F.col("warc_file").isNotNull())
     if selection.since:
         rows = rows.filter(F.col("fetched_at") >= F.lit(selection.since))
@@ -94,4 +98,7 @@ def select_captures(fetch: DataFrame, crawldb: DataFrame, selection: Selection) 
             rows = rows.filter(F.col("domain").isin(list(selection.domains)))
         if not selection.duplicates:
             rows = rows.filter(F.col("duplicate_of").isNull())
-    return rows.select("segment", "warc_file", "warc_offset", "url", "http_status")
+    return rows.select(
+        "segment", "warc_file", "warc_offset", "url", "http_status",
+        F.unix_micros("fetched_at").alias("fetched_us"), "content_type", "title",
+    )  # fmt: skip

@@ -184,6 +184,19 @@ class CrawlRoot:
         sink.write(data)
         sink.close()
 
+    def upload(self, rel: str, source: Path) -> None:
+        """Copy the local file ``source`` to ``rel``, streamed in parts (a
+        file of gigabytes is never held whole): it appears complete, or not
+        at all when the copy fails."""
+        sink = self.open_write(rel)
+        try:
+            with source.open("rb") as fh:
+                shutil.copyfileobj(fh, sink, 1 << 20)
+        except BaseException:
+            getattr(sink, "abort")()  # noqa: B009  # both sinks have one; BinaryIO does not say so
+            raise
+        sink.close()
+
     def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Write ``rel`` only if it does not exist; True when this call made it.
         A reader never sees it empty or half written: locally the data goes to
