@@ -15,8 +15,8 @@ from trawl.config import Config
 from trawl.stages.common import StageContext, materialize
 from trawl.store import deltars
 from trawl.store.files import CrawlRoot
+from trawl.store.tables import SMALL_TABLE_BYTES, ensure_all, read_table, segment_exists
 from trawl.store.tables import counted as counted_in
-from trawl.store.tables import ensure_all, read_table, segment_exists
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,6 @@ def fetched_segment(ctx: JobContext, merges: bool = False) -> None:
         tables_ready(ctx)
     else:
         ensure_all(ctx.spark, ctx.root)
-
-
-# A table this small on disk (Parquet, compressed) is read into memory once
-# by a job that scans it many times before it writes (``read_whole``).
-SMALL_TABLE_BYTES = 16 * 2**20
 
 
 def read_whole(ctx: JobContext, name: str) -> tuple[DataFrame, list[DataFrame]]:

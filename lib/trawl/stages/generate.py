@@ -271,35 +271,44 @@ def mark_generated(
     if rows == 0:
         return None
     at = F.lit(ctx.at).cast("timestamp")
+    # every value is the source's: plain column references, which Spark's
+    # MERGE and delta-rs's both take
     chosen = fetchlist.select(
         "host_bucket", "url_fp", "url",
         F.lit(None).cast("timestamp").alias("next_fetch_at"),
         F.lit(0).alias("deferrals"), F.lit("generate").alias("_op"),
+        F.lit(None).cast("string").alias("deferred_reason"),
     )  # fmt: skip
-    source = chosen.unionByName(deferred.withColumn("_op", F.lit("defer")))
+    put_off = deferred.select(
+        "host_bucket", "url_fp", "url", "next_fetch_at", "deferrals", F.lit("defer").alias("_op"),
+        F.lit("budget/domain").alias("deferred_reason"),
+    )  # fmt: skip
+    source = chosen.unionByName(put_off).select(
+        "*", F.lit(ctx.segment).alias("generated_segment"), at.alias("at")
+    )
     if rows is not None and broadcastable(fetchlist.sparkSession, rows, MARK_ROW_BYTES):
         source = F.broadcast(source)
     buckets = [r[0] for r in source.select("host_bucket").distinct().collect()]
     if not buckets:
         return None
     generated = {
-        "generated_segment": F.lit(ctx.segment),
-        "generated_at": at,
-        "deferrals": F.lit(0),
-        "deferred_reason": F.lit(None).cast("string"),
+        "generated_segment": "s.generated_segment",
+        "generated_at": "s.at",
+        "deferrals": "s.deferrals",
+        "deferred_reason": "s.deferred_reason",
     }
-    put_off = {
-        "next_fetch_at": F.col("s.next_fetch_at"),
-        "deferrals": F.col("s.deferrals"),
-        "deferred_reason": F.lit("budget/domain"),
-        "deferred_at": at,
+    put_off_cols = {
+        "next_fetch_at": "s.next_fetch_at",
+        "deferrals": "s.deferrals",
+        "deferred_reason": "s.deferred_reason",
+        "deferred_at": "s.at",
     }
     return Merge(
         "crawldb",
         source,
         f"t.host_bucket IN {sql_in(buckets)} AND t.host_bucket = s.host_bucket "
         "AND t.url_fp = s.url_fp AND t.url = s.url",
-        updates=(("s._op = 'generate'", generated), ("s._op = 'defer'", put_off)),
+        updates=(("s._op = 'generate'", generated), ("s._op = 'defer'", put_off_cols)),
     )
 
 

@@ -10,7 +10,6 @@ earns domains their budgets in generate.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -78,9 +77,11 @@ def query_columns(url: Column) -> tuple[Column, Column, Column]:
     )
 
 
-def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> tuple[DataFrame, DataFrame]:
-    """(pool within the query rules, the rest with their reason): faceted
-    search, which makes a page of every set of filters in every click order.
+def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> DataFrame:
+    """``pool`` with ``rejected`` set where the query rules refuse a URL:
+    faceted search, which makes a page of every set of filters in every
+    click order. Only rows whose ``_active`` is true are judged or take a
+    place.
 
     - ``trap/query_order``: a URL whose query is another URL's parameters
       in another order, on the same path -- a URL crawldb knows (``known``)
@@ -92,10 +93,10 @@ def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> tuple[Da
 
     ``known``: crawldb's rows of the pool's buckets; those this segment
     added in an earlier run of updatedb are in ``pool`` instead, so a re-run
-    decides alike."""
+    decides alike. Each rule sets a column on the one lineage of rows
+    (``cap_new_urls``)."""
     resource, names, pairs = query_columns(F.col("url"))
     tagged = pool.select("*", resource.alias("_res"), names.alias("_names"), pairs.alias("_pairs"))
-    plain = tagged.filter(F.col("_pairs").isNull())
     queried = tagged.filter(F.col("_pairs").isNotNull())
     older = F.col("discovered_segment").isNull() | (F.col("discovered_segment") != ctx.segment)
     seen = (
@@ -106,36 +107,39 @@ def query_caps(pool: DataFrame, known: DataFrame, ctx: StageContext) -> tuple[Da
         .join(F.broadcast(queried.select("_res").distinct()), "_res", "left_semi")
     )
     spelled = seen.select("_res", "_pairs").distinct().withColumn("_spelled", F.lit(True))
-    queried = queried.join(spelled, ["_res", "_pairs"], "left")
-    first = F.row_number().over(Window.partitionBy("_res", "_pairs").orderBy(*new_url_order()))
-    queried = queried.withColumn("_first", first)
-    reordered = F.coalesce(F.col("_spelled"), F.lit(False)) | (F.col("_first") > 1)
-    cut = queried.filter(reordered).withColumn("rejected", F.lit("trap/query_order"))
-    queried = queried.filter(~reordered)
+    rows = tagged.join(spelled, ["_res", "_pairs"], "left")
+    judged = F.col("_active") & F.col("_pairs").isNotNull()
+    first = F.row_number().over(
+        Window.partitionBy("_res", "_pairs", judged).orderBy(*new_url_order())
+    )
+    reordered = judged & (F.coalesce(F.col("_spelled"), F.lit(False)) | (first > 1))
+    rows = _refuse(rows, reordered, "trap/query_order")
     limit = ctx.cfg.traps.max_query_sets
+    helpers = ["_res", "_names", "_pairs", "_spelled"]
     if limit:
         sets = seen.select("_res", "_names").distinct()
         counted = sets.groupBy("_res").agg(F.count("*").alias("_had"))
-        queried = queried.join(
-            sets.withColumn("_known", F.lit(True)), ["_res", "_names"], "left"
-        ).join(counted, "_res", "left")
-        fresh = queried.filter(F.col("_known").isNull())
-        by_size = Window.partitionBy("_res").orderBy(F.size(F.split("_names", "&")), "_names")
-        fresh = fresh.withColumn("_nth", F.dense_rank().over(by_size))
-        over = F.coalesce(F.col("_had"), F.lit(0)) + F.col("_nth") > limit
-        cut = cut.unionByName(
-            fresh.filter(over)
-            .drop("_known", "_had", "_nth")
-            .withColumn("rejected", F.lit("trap/facets"))
+        rows = rows.join(sets.withColumn("_known", F.lit(True)), ["_res", "_names"], "left").join(
+            counted, "_res", "left"
         )
-        queried = (
-            queried.filter(F.col("_known").isNotNull())
-            .drop("_known", "_had")
-            .unionByName(fresh.filter(~over).drop("_known", "_had", "_nth"))
+        fresh = F.col("_active") & F.col("_pairs").isNotNull() & F.col("_known").isNull()
+        by_size = Window.partitionBy("_res", fresh).orderBy(
+            F.size(F.split("_names", "&")), "_names"
         )
-    helpers = ["_res", "_names", "_pairs", "_spelled", "_first"]
-    kept = plain.drop(*helpers).unionByName(queried.drop(*helpers))
-    return kept, cut.drop(*helpers)
+        over = fresh & (F.coalesce(F.col("_had"), F.lit(0)) + F.dense_rank().over(by_size) > limit)
+        rows = _refuse(rows, over, "trap/facets")
+        helpers += ["_known", "_had"]
+    return rows.drop(*helpers)
+
+
+def _refuse(rows: DataFrame, condition: Column, reason: str | Column) -> DataFrame:
+    """``rows`` with ``rejected`` set to ``reason`` where ``condition`` holds
+    (on an active row), and those rows no longer ``_active``."""
+    hit = F.coalesce(condition, F.lit(False))
+    reason = F.lit(reason) if isinstance(reason, str) else reason
+    return rows.withColumn("rejected", F.when(hit, reason).otherwise(F.col("rejected"))).withColumn(
+        "_active", F.col("_active") & ~hit
+    )
 
 
 def bad_patterns(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
@@ -175,7 +179,18 @@ def cap_new_urls(
     new: DataFrame, earlier: DataFrame, fetched: DataFrame, ctx: StageContext,
     bad: DataFrame | None = None, known: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:  # fmt: skip
-    """(new URLs within the caps, those over a cap with their reason).
+    """(new URLs within the caps, those over a cap with their reason), from
+    ``decide_new_urls``."""
+    decided = decide_new_urls(new, earlier, fetched, ctx, bad, known)
+    return decided.filter(F.col("rejected").isNull()), decided.filter(F.col("rejected").isNotNull())
+
+
+def decide_new_urls(
+    new: DataFrame, earlier: DataFrame, fetched: DataFrame, ctx: StageContext,
+    bad: DataFrame | None = None, known: DataFrame | None = None,
+) -> DataFrame:  # fmt: skip
+    """The new URLs, each with ``rejected``: null within the caps, else the
+    cap's reason.
 
     With ``known`` (crawldb's rows of the links' buckets) the query rules of
     ``query_caps`` apply first. Then ``traps.max_new_per_pattern`` --
@@ -183,19 +198,27 @@ def cap_new_urls(
     ``cap/pattern_reputation``) -- then ``max_new_per_host`` to what is
     left, each ranked by link score, then URL fingerprint. ``earlier``: URLs
     an earlier run of this updatedb already added (they hold their places,
-    so a re-run admits the same set); URLs ``fetched`` in the segment
-    (redirect targets the fetcher followed) are not capped.
+    so a re-run admits the same set, and are not returned); URLs
+    ``fetched`` in the segment (redirect targets the fetcher followed) are
+    not capped and take no place.
+
+    Every rule adds columns to one lineage of rows: the rows a rule refuses
+    stop being ``_active`` (they take no place in a later rule's ranking)
+    rather than being split off and united again, which made a plan of a
+    thousand nodes that Spark took seconds to optimise.
     """
     traps = ctx.cfg.traps
     pool = new.withColumn("_earlier", F.lit(False)).unionByName(
         earlier.withColumn("_earlier", F.lit(True))
     )
-    exempt = pool.join(fetched.select(*KEY), KEY, "left_semi")
-    pool = pool.join(fetched.select(*KEY), KEY, "left_anti")
-    cut: list[DataFrame] = []
+    if "rejected" not in pool.columns:
+        pool = pool.withColumn("rejected", F.lit(None).cast("string"))
+    exempt = fetched.select(*KEY).distinct().withColumn("_exempt", F.lit(True))
+    pool = pool.join(exempt, KEY, "left").withColumn(
+        "_active", F.col("rejected").isNull() & F.col("_exempt").isNull()
+    )
     if known is not None:
-        pool, shaped = query_caps(pool, known, ctx)
-        cut.append(shaped)
+        pool = query_caps(pool, known, ctx)
     if bad is not None:
         flagged = F.broadcast(bad.select("pattern", F.lit(True).alias("_bad")))
         pool = pool.join(flagged, "pattern", "left")
@@ -211,14 +234,11 @@ def cap_new_urls(
         ("pattern", pattern_cap, pattern_reason),
         ("host", F.lit(traps.max_new_per_host), F.lit("cap/new_per_host")),
     ):
-        rank = F.row_number().over(Window.partitionBy(column).orderBy(*new_url_order()))
-        pool = pool.withColumn("_rank", rank)
-        cut.append(pool.filter(F.col("_rank") > cap).withColumn("rejected", reason))
-        pool = pool.filter(F.col("_rank") <= cap).drop("_rank")
-    pool, cut = pool.drop("_bad"), [c.drop("_bad", "_rank") for c in cut]
-    kept = pool.unionByName(exempt).filter(~F.col("_earlier")).drop("_earlier")
-    over = functools.reduce(DataFrame.unionByName, cut).filter(~F.col("_earlier"))
-    return kept, over
+        rank = F.row_number().over(
+            Window.partitionBy(column, F.col("_active")).orderBy(*new_url_order())
+        )
+        pool = _refuse(pool, F.col("_active") & (rank > cap), reason)
+    return pool.filter(~F.col("_earlier")).drop("_earlier", "_exempt", "_active", "_bad")
 
 
 def rejected_rows(rejected: DataFrame, ctx: StageContext) -> DataFrame:

@@ -43,8 +43,8 @@ from trawl.stages.inject import CANDIDATE_SCHEMA
 from trawl.stages.traps import (
     KEY,
     bad_patterns,
-    cap_new_urls,
     counter_run_col,
+    decide_new_urls,
     domain_pairs,
     new_domain_links,
     one_per_url,
@@ -303,13 +303,21 @@ def updatedb(
     touched = crawldb.filter(f"host_bucket IN {sql_in(buckets)}")
     # kept: the caps, the rejected rows and the changes all read it
     looked_up = materialize(look_up(admitted, touched))
-    new, over = cap_new_urls(
-        looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
-        looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
-        pages,
-        ctx,
-        bad_patterns(touched, ctx),
-        touched,
+    # Every new URL decided in one pass, kept: the changes and the rejected
+    # rows read the decisions, not the ranking windows behind them.
+    capped = materialize(
+        decide_new_urls(
+            looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
+            looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
+            pages,
+            ctx,
+            bad_patterns(touched, ctx),
+            touched,
+        )
+    )
+    new, over = (
+        capped.filter(F.col("rejected").isNull()),
+        capped.filter(F.col("rejected").isNotNull()),
     )
     # from the frames above, so from the same crawldb snapshot as the URLs
     # added, whenever crawldb's MERGE commits
@@ -334,7 +342,7 @@ def updatedb(
         rejected,
         new_domain_links(domain_pairs(sources), domainlinks, ctx),
         new_params,
-        [fetch, candidates, looked_up, changes],
+        [fetch, candidates, looked_up, capped, changes],
     )
 
 
@@ -379,7 +387,11 @@ def sitemap_hints(admitted: DataFrame, crawldb: DataFrame, pages: DataFrame) -> 
 def crawldb_changes(changes: DataFrame, buckets: set[int]) -> Merge:
     """crawldb's MERGE of updatedb's rows (``_op``: update, hint, insert)."""
     assignments: dict[str, str | Column] = {c: f"s.{c}" for c in CRAWLDB_COLS}
-    newest = "greatest(t.sitemap_lastmod, s.sitemap_lastmod)"
+    # the newer of the two, either null (plain SQL: Spark and delta-rs both take it)
+    newest = (
+        "CASE WHEN t.sitemap_lastmod IS NULL OR s.sitemap_lastmod > t.sitemap_lastmod "
+        "THEN s.sitemap_lastmod ELSE t.sitemap_lastmod END"
+    )
     return Merge(
         "crawldb",
         changes,
@@ -387,7 +399,7 @@ def crawldb_changes(changes: DataFrame, buckets: set[int]) -> Merge:
         "AND t.url_fp = s.url_fp AND t.url = s.url",
         updates=(
             ("s._op = 'update'", assignments),
-            ("s._op = 'hint'", {"sitemap_lastmod": F.expr(newest)}),
+            ("s._op = 'hint'", {"sitemap_lastmod": newest}),
         ),
         inserts=(("s._op = 'insert'", assignments),),
     )

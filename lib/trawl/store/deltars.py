@@ -3,13 +3,17 @@ through deltalake (delta-rs), without a Spark job.
 
 A Delta commit made by Spark costs a small crawl a second or more (a write
 job, statistics, the commit and its checksum, then a log replay for the next
-reader); the same commit of a few rows by delta-rs costs tens of
+reader), and so does Spark's first read of a table after any commit; the
+same commit or read of a few thousand rows by delta-rs costs tens of
 milliseconds (``bench/bench_stages.py``). What goes this way: creating the
 crawl's tables (``ensure``: ten empty tables in under 0.1 s, against about
 ten seconds through Spark), the checks a job makes that they exist with
-every column, the job counters (rows the driver holds), and the size and
+every column, the job counters (rows the driver holds), the size and
 properties of crawldb and hostdb that ``use_deletion_vectors`` asks for
-before every MERGE.
+before every MERGE, and -- chosen by ``trawl.store.tables`` when the table
+and the rows are small -- the reads (``read_small``), appends and replaces
+(``write_arrow``) and MERGEs (``merge_arrow``) of every crawl table. A big
+table or write stays with Spark.
 
 Both writers must agree on the protocol. delta-rs creates the tables at
 the lowest protocol their properties need, as Spark does: (1, 2) with no
@@ -42,9 +46,12 @@ from trawl.store.schemas import COUNTERS_SCHEMA, arrow_schema
 __all__ = [
     "SmallTableError",
     "ensure",
+    "merge_arrow",
     "read_rows",
+    "read_small",
     "replace_rows",
     "table_state",
+    "write_arrow",
 ]
 
 # The tables whose rows this path writes, with their Spark schemas.
@@ -139,6 +146,158 @@ def replace_rows(root: CrawlRoot, name: str, rows: Sequence[Sequence[Any]], wher
         raise _failed("write", uri, exc) from exc
 
 
+def write_arrow(
+    root: CrawlRoot, name: str, rows: pa.Table, schema: T.StructType, where: str | None = None
+) -> None:
+    """Write ``rows`` (cast to ``schema``'s columns and types) to the
+    existing table ``name`` in one commit: appended, or with ``where``
+    replacing the rows that match it (none written and none matching: no
+    commit)."""
+    wanted = arrow_schema(schema)
+    data = rows.select(wanted.names).cast(wanted)
+    uri = root.delta_uri(name)
+    table = _open(root, name)
+    if table is None:
+        raise SmallTableError(f"cannot write the Delta table at {uri}: it does not exist")
+    before = table.version()
+    try:
+        if where is None:
+            if data.num_rows:
+                write_deltalake(table, data, mode="append")
+        elif data.num_rows:
+            write_deltalake(table, data, mode="overwrite", predicate=where)
+        else:
+            table.delete(where)  # commits only when some row matches
+    except Exception as exc:
+        if not _committed(root, name, before):
+            raise _failed("write", uri, exc) from exc
+
+
+# A MERGE clause: (condition or None, target column -> SQL expression; None
+# for every column, on an insert)
+Clause = tuple[str | None, Mapping[str, str] | None]
+
+
+def merge_arrow(
+    root: CrawlRoot,
+    name: str,
+    schema: T.StructType,
+    source: pa.Table,
+    on: str,
+    updates: Sequence[Clause] = (),
+    delete_matched: bool = False,
+    inserts: Sequence[Clause] = (),
+) -> None:
+    """MERGE ``source`` (aliased ``s``) into the small table ``name`` (``t``,
+    of ``schema``) on ``on``, in one commit, with the clauses in Delta's
+    order: for a matched row the first of ``updates`` whose condition
+    holds, else the delete; for a source row with no match, the first of
+    ``inserts`` whose condition holds.
+
+    The table's rows are merged in DuckDB (its ``MERGE INTO`` takes the
+    same SQL as Spark's for what trawl writes) and committed by delta-rs:
+    an insert-only MERGE appends the rows it inserts (so the Change Data
+    Feed shows inserts only); any other that changes a row rewrites the
+    table, which is small. Not delta-rs's own MERGE: it writes its string
+    columns as Arrow string views, which readers of the lake then meet
+    beside plain strings. An expression DuckDB cannot take raises
+    :class:`SmallTableError` before anything is committed (the only error:
+    the caller may write the same rows another way)."""
+    if not source.num_rows:
+        return  # no clause can change a row
+    uri = root.delta_uri(name)
+    table = _open(root, name)
+    if table is None:
+        raise SmallTableError(f"cannot merge into the Delta table at {uri}: it does not exist")
+    wanted = arrow_schema(schema)
+    inserting_only = not updates and not delete_matched
+    if (
+        not inserting_only
+        and table.metadata().configuration.get("delta.enableChangeDataFeed") == "true"
+    ):
+        raise SmallTableError(f"cannot merge into {uri} here: its change feed needs Spark's MERGE")
+    before = table.version()
+    try:
+        current = table.to_pyarrow_table(columns=wanted.names).select(wanted.names).cast(wanted)
+        merged = _merged(current, source, on, updates, delete_matched, inserts)
+        if merged is None:
+            return
+        rows, appended = merged
+        rows = rows.select(wanted.names).cast(wanted)
+        if appended:
+            write_deltalake(table, rows, mode="append")
+        else:
+            write_deltalake(table, rows, mode="overwrite")
+    except Exception as exc:
+        if not _committed(root, name, before):
+            raise _failed("merge into", uri, exc) from exc
+
+
+def _merged(
+    current: pa.Table,
+    source: pa.Table,
+    on: str,
+    updates: Sequence[Clause],
+    delete_matched: bool,
+    inserts: Sequence[Clause],
+) -> tuple[pa.Table, bool] | None:
+    """The MERGE in DuckDB: (the rows inserted, True) for an insert-only
+    one, else (every row after it, False); None when no row changed."""
+    import duckdb
+
+    con = duckdb.connect(
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    )
+    try:
+        con.register("_target", current)
+        con.register("_source", source)
+        con.execute("CREATE TABLE t AS SELECT *, false AS _inserted FROM _target")
+        clauses = []
+        for condition, assignments in updates:
+            sets = assignments or {
+                c: f"s.{c}" for c in current.column_names if c in source.column_names
+            }
+            pairs = ", ".join(f'"{c}" = {e}' for c, e in sets.items())
+            clauses.append(f"WHEN MATCHED{_and(condition)} THEN UPDATE SET {pairs}")
+        if delete_matched:
+            clauses.append("WHEN MATCHED THEN DELETE")
+        for condition, values in inserts:
+            given = values or {
+                c: f"s.{c}" for c in current.column_names if c in source.column_names
+            }
+            columns = ", ".join(f'"{c}"' for c in [*given, "_inserted"])
+            exprs = ", ".join([*given.values(), "true"])
+            clauses.append(
+                f"WHEN NOT MATCHED{_and(condition)} THEN INSERT ({columns}) VALUES ({exprs})"
+            )
+        changed = con.execute(
+            f"MERGE INTO t USING _source AS s ON {on} {' '.join(clauses)}"
+        ).fetchone()
+        if not changed or not changed[0]:
+            return None
+        if not updates and not delete_matched:
+            inserted = con.sql("SELECT * EXCLUDE (_inserted) FROM t WHERE _inserted")
+            return inserted.to_arrow_table(), True
+        return con.sql("SELECT * EXCLUDE (_inserted) FROM t").to_arrow_table(), False
+    finally:
+        con.close()
+
+
+def _and(condition: str | None) -> str:
+    return f" AND ({condition})" if condition else ""
+
+
+def _committed(root: CrawlRoot, name: str, before: int) -> bool:
+    """Whether table ``name`` has a commit after version ``before``: a write
+    that failed after its commit (in a post-commit hook, such as the
+    checkpoint) is done, and must not be made again by another writer."""
+    try:
+        table = _open(root, name)
+    except SmallTableError:
+        return False
+    return table is not None and table.version() > before
+
+
 def read_rows(root: CrawlRoot, name: str, **equal: str) -> list[dict[str, Any]]:
     """The rows of table ``name`` whose columns equal the given values
     (none when the table does not exist)."""
@@ -153,6 +312,35 @@ def read_rows(root: CrawlRoot, name: str, **equal: str) -> list[dict[str, Any]]:
             term = pc.field(column) == value
             condition = term if condition is None else condition & term
         return dataset.to_table(filter=condition).to_pylist()  # type: ignore[no-any-return]
+    except Exception as exc:
+        raise _failed("read", uri, exc) from exc
+
+
+def read_small(
+    root: CrawlRoot, name: str, schema: T.StructType, max_rows: int, max_bytes: int
+) -> pa.Table | None:
+    """Every row of table ``name`` (in ``schema``'s columns and types),
+    when it holds at most ``max_rows`` rows in under ``max_bytes`` of
+    Parquet by its Delta log; None when it does not, or when its files do
+    not all say how many rows they hold, or when it has deletion vectors
+    (then Spark reads it)."""
+    table = _open(root, name)
+    if table is None:
+        return None
+    uri = root.delta_uri(name)
+    try:
+        if table.metadata().configuration.get("delta.enableDeletionVectors") == "true":
+            return None
+        actions = pa.table(table.get_add_actions(flatten=True))
+        if actions.num_rows:
+            if int(pc.sum(actions["size_bytes"]).as_py() or 0) >= max_bytes:
+                return None
+            records = actions["num_records"]
+            if records.null_count or int(pc.sum(records).as_py() or 0) > max_rows:
+                return None
+        wanted = arrow_schema(schema)
+        rows = table.to_pyarrow_table(columns=wanted.names)
+        return rows.select(wanted.names).cast(wanted)
     except Exception as exc:
         raise _failed("read", uri, exc) from exc
 

@@ -34,6 +34,7 @@ from trawl.store.schemas import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from delta.tables import DeltaTable
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructField, StructType
@@ -253,7 +254,27 @@ def ensure_all(
 
 
 def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
-    return spark.read.format("delta").load(ensure_table(spark, root, name))
+    """Table ``name`` as it is now. A small one (``SMALL_WRITE_ROWS`` rows
+    in under ``SMALL_TABLE_BYTES``) is read by delta-rs and handed to Spark
+    as Arrow: Spark's own read of a table that changed since it last looked
+    replays its log and lists its files first, a second or more of jobs a
+    read, against a tenth of that (``bench/bench_stages.py``). Either way
+    the rows are the version current at the call."""
+    path = ensure_table(spark, root, name)
+    files = _files(root)
+    if files is not None and path not in _WITH_VECTORS:
+        try:
+            rows = deltars.read_small(
+                files, name, TABLES[name][0], SMALL_WRITE_ROWS, SMALL_TABLE_BYTES
+            )
+        except deltars.SmallTableError:
+            rows = None
+        if rows is not None and not rows.num_rows:
+            # PySpark cannot take an empty Arrow column of structs with timestamps
+            return spark.createDataFrame([], TABLES[name][0])
+        if rows is not None:
+            return spark.createDataFrame(rows.combine_chunks())
+    return spark.read.format("delta").load(path)
 
 
 def read_existing(spark: SparkSession, root: str, name: str) -> DataFrame:
@@ -304,7 +325,16 @@ class Merge:
 
 
 def merge(spark: SparkSession, root: str, plan: Merge) -> None:
-    """Run ``plan`` against its table under ``root`` (one commit)."""
+    """Run ``plan`` against its table under ``root`` (one commit): from the
+    driver through delta-rs when the table and the source are small
+    (``small_write``), else as Spark's MERGE."""
+    faults.point(f"merge:{plan.table}")  # kill tests: the commit not made
+    if not _merged_small(spark, root, plan):
+        _spark_merge(spark, root, plan)
+    faults.point(f"merged:{plan.table}")  # kill tests: made, and nothing after it
+
+
+def _spark_merge(spark: SparkSession, root: str, plan: Merge) -> None:
     builder = delta_table(spark, root, plan.table).alias("t").merge(plan.source.alias("s"), plan.on)
     for condition, assignments in plan.updates:
         builder = builder.whenMatchedUpdate(condition=condition, set=dict(assignments))
@@ -315,16 +345,89 @@ def merge(spark: SparkSession, root: str, plan: Merge) -> None:
             builder = builder.whenNotMatchedInsertAll(condition=condition)
         else:
             builder = builder.whenNotMatchedInsert(condition=condition, values=dict(values))  # type: ignore[arg-type]
-    faults.point(f"merge:{plan.table}")  # kill tests: the commit not made
     builder.execute()
-    faults.point(f"merged:{plan.table}")  # kill tests: made, and nothing after it
+
+
+def _merged_small(spark: SparkSession, root: str, plan: Merge) -> bool:
+    """``plan`` committed through delta-rs (True), or not attempted (False:
+    a big table or source, or an expression only Spark has)."""
+    clauses = [*plan.updates, *plan.inserts]
+    if any(not isinstance(v, str) for _, a in clauses for v in (a or {}).values()):
+        return False  # a Spark Column: only Spark's MERGE takes it
+    write = small_write(spark, root, plan.table, plan.source)
+    if write is None:
+        return False
+    files, rows = write
+    strings = [(c, None if a is None else {k: str(v) for k, v in a.items()}) for c, a in clauses]
+    try:
+        deltars.merge_arrow(
+            files, plan.table, TABLES[plan.table][0], rows, plan.on, strings[: len(plan.updates)],
+            plan.delete_matched, strings[len(plan.updates) :],
+        )  # fmt: skip
+    except deltars.SmallTableError:
+        return False  # refused before its commit: Spark's MERGE does it
+    return True
+
+
+# The small-table path (``trawl.store.deltars``): a write whose target table
+# holds under SMALL_TABLE_BYTES of Parquet (the size from its Delta log) and
+# whose rows number at most SMALL_WRITE_ROWS is collected to the driver (one
+# Spark job) and committed by delta-rs, in milliseconds. The same commit by
+# Spark costs a small table a second or more of jobs (the write, its
+# statistics, the snapshot after it), and a small cycle makes a dozen.
+# A bigger table or write goes through Spark, which scales out; deletion
+# vectors (on for crawldb and hostdb only far above this size) keep a
+# table on Spark for good.
+SMALL_TABLE_BYTES = 16 * 2**20
+SMALL_WRITE_ROWS = 100_000
+
+
+def small_write(
+    spark: SparkSession, root: str, name: str, rows: DataFrame
+) -> tuple[CrawlRoot, pa.Table] | None:
+    """The root for delta-rs and ``rows`` on the driver, when a write of
+    ``rows`` to table ``name`` takes the small-table path; None when it
+    does not (``rows`` then computed no further than its first
+    ``SMALL_WRITE_ROWS + 1``)."""
+    files = _files(root)
+    path = ensure_table(spark, root, name)
+    if files is None or path in _WITH_VECTORS:
+        return None
+    try:
+        state = deltars.table_state(files, name)
+    except deltars.SmallTableError:
+        return None
+    if state is None or state[1] >= SMALL_TABLE_BYTES:
+        return None
+    if state[0].get("delta.enableDeletionVectors") == "true":
+        return None
+    collected = rows.limit(SMALL_WRITE_ROWS + 1).toArrow()
+    if collected.num_rows > SMALL_WRITE_ROWS:
+        return None
+    return files, collected
 
 
 def append_rows(df: DataFrame, root: str, name: str) -> None:
-    """Append ``df`` to table ``name`` (one commit), in the table's column order."""
+    """Append ``df`` to table ``name`` (one commit), in the table's column
+    order; a small write through delta-rs (``small_write``)."""
     schema, _ = TABLES[name]
     path = ensure_table(df.sparkSession, root, name)
+    if _wrote_small(df, root, name):
+        return
     df.select(*schema.fieldNames()).write.format("delta").mode("append").save(path)
+
+
+def _wrote_small(df: DataFrame, root: str, name: str, where: str | None = None) -> bool:
+    """``df`` appended to table ``name`` (or replacing its rows matching
+    ``where``) through delta-rs (True), or not attempted (False)."""
+    small = small_write(df.sparkSession, root, name, df)
+    if small is None:
+        return False
+    try:
+        deltars.write_arrow(small[0], name, small[1], TABLES[name][0], where)
+    except deltars.SmallTableError:
+        return False  # refused before its commit: Spark writes it
+    return True
 
 
 def read_seed_lines(
@@ -480,11 +583,15 @@ def counted(root: CrawlRoot, segment: str, job: str) -> bool:
 def replace_rows(df: DataFrame, root: str, name: str, where: str, rows: int | None = None) -> None:
     """Replace the rows of table ``name`` matching ``where`` by ``df`` (one
     commit): a re-run of the job that wrote them replaces, never appends.
-    ``rows``: ``df``'s row count when the caller knows it; with none to
-    write and none to replace there is nothing to commit."""
+    A small write goes through delta-rs (``small_write``). ``rows``:
+    ``df``'s row count when the caller knows it; with none to write and
+    none to replace there is nothing to commit."""
     schema, _ = TABLES[name]
-    path = ensure_table(df.sparkSession, root, name)
-    if rows == 0 and read_table(df.sparkSession, root, name).filter(where).isEmpty():
+    spark = df.sparkSession
+    path = ensure_table(spark, root, name)
+    if _wrote_small(df, root, name, where):
+        return
+    if rows == 0 and read_table(spark, root, name).filter(where).isEmpty():
         return
     ordered = df.select(*[f.name for f in schema.fields])
     ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)

@@ -1,0 +1,213 @@
+"""The small-table path: a write whose table and rows are small is committed
+by delta-rs from the driver, with the rows Spark's MERGE or write would
+leave; anything else, or anything delta-rs refuses, goes through Spark."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trawl.config import load_config
+from trawl.stages.common import StageContext
+from trawl.stages.events import merge_events
+from trawl.store import tables
+from trawl.store.schemas import CRAWLDB_SCHEMA, EVENTS_SCHEMA
+from trawl.store.tables import Merge, append_rows, ensure_table, merge, read_table
+
+pytestmark = pytest.mark.crawl  # Spark
+
+AT = datetime(2026, 11, 30, tzinfo=UTC)
+KEY_ON = "t.host_bucket = s.host_bucket AND t.url_fp = s.url_fp AND t.url = s.url"
+
+
+def _engine(table: Path) -> str:
+    """The engine that made the table's newest commit."""
+    newest = sorted((table / "_delta_log").glob("*.json"))[-1]
+    for line in newest.read_text().splitlines():
+        info = json.loads(line).get("commitInfo")
+        if info:
+            return str(info.get("engineInfo", ""))
+    return ""
+
+
+def _versions(table: Path) -> int:
+    return len(list((table / "_delta_log").glob("*.json")))
+
+
+def _crawldb(spark: Any, root: str, rows: list[dict[str, Any]]) -> None:
+    full = [tuple(r.get(f) for f in CRAWLDB_SCHEMA.fieldNames()) for r in rows]
+    ensure_table(spark, root, "crawldb")
+    append_rows(spark.createDataFrame(full, CRAWLDB_SCHEMA), root, "crawldb")
+
+
+def _row(url: str, fp: int, **values: Any) -> dict[str, Any]:
+    return {"url": url, "url_fp": fp, "host": "a.test", "host_bucket": 0, **values}
+
+
+def _changes(spark: Any) -> Any:
+    """updatedb-like source rows: an update, a hint (the newer lastmod
+    wins), an insert, and an insert whose clause does not hold."""
+    rows = [
+        ("http://a.test/1", 1, "fetched", None, "update"),
+        ("http://a.test/2", 2, None, datetime(2026, 11, 1, tzinfo=UTC), "hint"),
+        ("http://a.test/3", 3, None, datetime(2026, 10, 1, tzinfo=UTC), "hint"),
+        ("http://a.test/4", 4, "unfetched", None, "insert"),
+        ("http://a.test/5", 5, "unfetched", None, "skip"),
+    ]
+    return spark.createDataFrame(
+        [(u, fp, "a.test", 0, st, lm, op) for u, fp, st, lm, op in rows],
+        "url string, url_fp long, host string, host_bucket int, status string, "
+        "sitemap_lastmod timestamp, _op string",
+    )
+
+
+def _plan(source: Any) -> Merge:
+    newest = (
+        "CASE WHEN t.sitemap_lastmod IS NULL OR s.sitemap_lastmod > t.sitemap_lastmod "
+        "THEN s.sitemap_lastmod ELSE t.sitemap_lastmod END"
+    )
+    cols = {c: f"s.{c}" for c in ("url", "url_fp", "host", "host_bucket", "status")}
+    return Merge(
+        "crawldb",
+        source,
+        f"t.host_bucket IN (0) AND {KEY_ON}",
+        updates=(("s._op = 'update'", cols), ("s._op = 'hint'", {"sitemap_lastmod": newest})),
+        inserts=(("s._op = 'insert'", cols),),
+    )
+
+
+def _state(spark: Any, root: str) -> list[tuple[Any, ...]]:
+    rows = read_table(spark, root, "crawldb").select("url", "status", "sitemap_lastmod")
+    return sorted(tuple(r) for r in rows.collect())
+
+
+def _seeded(spark: Any, root: str) -> None:
+    _crawldb(spark, root, [
+        _row("http://a.test/1", 1, status="unfetched"),
+        _row("http://a.test/2", 2, status="fetched",
+             sitemap_lastmod=datetime(2026, 10, 15, tzinfo=UTC)),
+        _row("http://a.test/3", 3, status="fetched",
+             sitemap_lastmod=datetime(2026, 10, 15, tzinfo=UTC)),
+    ])  # fmt: skip
+
+
+def test_a_small_merge_is_committed_by_delta_rs_as_spark_would_commit_it(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small, big = str(tmp_path / "small"), str(tmp_path / "big")
+    for root in (small, big):
+        _seeded(spark, root)
+
+    merge(spark, small, _plan(_changes(spark)))
+    assert _engine(tmp_path / "small" / "crawldb").startswith("delta-rs")
+
+    monkeypatch.setattr(tables, "SMALL_TABLE_BYTES", 0)  # every table is big
+    merge(spark, big, _plan(_changes(spark)))
+    assert _engine(tmp_path / "big" / "crawldb").startswith("Apache-Spark")
+
+    assert _state(spark, small) == _state(spark, big)
+    got = {url: (status, lastmod) for url, status, lastmod in _state(spark, small)}
+    assert got["http://a.test/1"][0] == "fetched"
+    assert got["http://a.test/2"][1] == datetime(2026, 11, 1)  # the newer hint
+    assert got["http://a.test/3"][1] == datetime(2026, 10, 15)  # the older one not
+    assert "http://a.test/4" in got and "http://a.test/5" not in got
+    # plain Arrow strings in every file, as Spark writes them: a lake reader
+    # (pyarrow, DuckDB) meets one type per column
+    import pyarrow.parquet as pq
+
+    for part in (tmp_path / "small" / "crawldb").rglob("*.parquet"):
+        assert not [f.name for f in pq.read_schema(part) if "view" in str(f.type)], part
+
+
+def test_more_rows_than_the_small_path_takes_go_through_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(tmp_path / "crawl")
+    _seeded(spark, root)
+    monkeypatch.setattr(tables, "SMALL_WRITE_ROWS", 4)  # the source has 5
+    merge(spark, root, _plan(_changes(spark)))
+    assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
+    assert len(_state(spark, root)) == 4
+
+
+def test_an_expression_delta_rs_refuses_is_merged_by_spark_instead(
+    spark: Any, tmp_path: Path
+) -> None:
+    root = str(tmp_path / "crawl")
+    _seeded(spark, root)
+    before = _versions(tmp_path / "crawl" / "crawldb")
+    plan = Merge(
+        "crawldb",
+        _changes(spark),
+        KEY_ON,
+        # Spark's SQL has xxhash64; DataFusion's does not: delta-rs fails
+        # before its commit, and Spark makes the one commit
+        updates=(("s._op = 'update'", {"score": "CAST(xxhash64(s.url) % 2 AS DOUBLE)"}),),
+    )
+    merge(spark, root, plan)
+    assert _versions(tmp_path / "crawl" / "crawldb") == before + 1
+    assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
+    scored = read_table(spark, root, "crawldb").filter("url = 'http://a.test/1'")
+    assert scored.first()["score"] in (0.0, 1.0, -1.0)
+
+
+def test_a_table_with_deletion_vectors_stays_with_spark(spark: Any, tmp_path: Path) -> None:
+    root = str(tmp_path / "crawl")
+    _seeded(spark, root)
+    assert tables.use_deletion_vectors(spark, root, "crawldb", 0)
+    merge(spark, root, _plan(_changes(spark)))
+    assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
+
+
+def test_events_merged_by_delta_rs_feed_spark_s_change_readers_once(
+    spark: Any, tmp_path: Path
+) -> None:
+    root = str(tmp_path / "crawl")
+    ensure_table(spark, root, "events")
+    values = dict.fromkeys(EVENTS_SCHEMA.fieldNames())
+    values.update(event="crawl.fetched", segment="S1", event_date=AT.date())
+    rows = [tuple({**values, "url": f"http://a.test/{i}"}.values()) for i in range(3)]
+    events = spark.createDataFrame(rows, EVENTS_SCHEMA)
+    ctx = StageContext(load_config(None, [], environ={}), "S1", AT)
+
+    merge(spark, root, merge_events(events, ctx))
+    merge(spark, root, merge_events(events, ctx))  # a re-run adds nothing
+    assert _engine(tmp_path / "crawl" / "events").startswith("delta-rs")
+    assert read_table(spark, root, "events").count() == 3
+    feed = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(f"{root}/events")
+    )
+    assert sorted(tuple(r) for r in feed.groupBy("_change_type").count().collect()) == [
+        ("insert", 3)
+    ]
+
+
+def test_an_empty_replace_of_nothing_and_an_empty_merge_commit_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    root = str(tmp_path / "crawl")
+    _seeded(spark, root)
+    before = _versions(tmp_path / "crawl" / "crawldb")
+    merge(spark, root, _plan(_changes(spark).limit(0)))
+    assert _versions(tmp_path / "crawl" / "crawldb") == before
+
+
+def test_small_tables_read_through_delta_rs_as_spark_reads_them(spark: Any, tmp_path: Path) -> None:
+    root = str(tmp_path / "crawl")
+    for name in tables.TABLES:  # empty, with structs and maps among the columns
+        frame = read_table(spark, root, name)
+        assert frame.schema == spark.read.format("delta").load(f"{root}/{name}").schema, name
+        assert frame.count() == 0
+    _seeded(spark, root)
+    merge(spark, root, _plan(_changes(spark)))
+    ours = read_table(spark, root, "crawldb")
+    theirs = spark.read.format("delta").load(f"{root}/crawldb")
+    assert ours.schema == theirs.schema
+    assert sorted(map(tuple, ours.collect())) == sorted(map(tuple, theirs.collect()))
