@@ -45,6 +45,7 @@ BENCHES: dict[str, list[str]] = {
     "dedup_quality": ["bench/bench_dedup_quality.py", *DEDUP_QUALITY_SETTINGS],
     "freshness": ["bench/bench_freshness.py"],
     "stages": ["bench/bench_stages.py"],
+    "small_path": ["bench/bench_small_path.py"],
     "query": ["bench/bench_query.py"],
     "fuzz": ["bench/bench_fuzz.py"],
     "kills": ["bench/bench_kills.py"],
@@ -171,6 +172,22 @@ def stages_row(r: dict[str, Any]) -> str:
     )
 
 
+def small_path_row(r: dict[str, Any]) -> str:
+    def best(runs: list[list[float]], i: int) -> str:
+        return _n(min(run[i] for run in runs), 2)
+
+    return (
+        "; ".join(
+            f"crawldb of {s['rows']:,} rows: read {best(s['small_read_merge_s'], 0)} s small path, "
+            f"{best(s['spark_read_merge_s'], 0)} s Spark; 1k-row MERGE "
+            f"{best(s['small_read_merge_s'], 1)} s small path, "
+            f"{best(s['spark_read_merge_s'], 1)} s Spark"
+            for s in r["sizes"]
+        )
+        + " (best of the runs)"
+    )
+
+
 def query_row(r: dict[str, Any]) -> str:
     parts = [
         f"{engine} {name} {_n(c['median_s'], 2)} s"
@@ -216,6 +233,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "dedup_quality": dedup_quality_row,
     "freshness": freshness_row,
     "stages": stages_row,
+    "small_path": small_path_row,
     "query": query_row,
     "fuzz": fuzz_row,
     "kills": kills_row,

@@ -128,7 +128,7 @@ def test_more_rows_than_the_small_path_takes_go_through_spark(
 ) -> None:
     root = str(tmp_path / "crawl")
     _seeded(spark, root)
-    monkeypatch.setattr(tables, "SMALL_WRITE_ROWS", 4)  # the source has 5
+    monkeypatch.setattr(tables, "SMALL_ROWS", 4)  # the source has 5
     merge(spark, root, _plan(_changes(spark)))
     assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
     assert len(_state(spark, root)) == 4

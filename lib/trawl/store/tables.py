@@ -254,7 +254,7 @@ def ensure_all(
 
 
 def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
-    """Table ``name`` as it is now. A small one (``SMALL_WRITE_ROWS`` rows
+    """Table ``name`` as it is now. A small one (``SMALL_ROWS`` rows
     in under ``SMALL_TABLE_BYTES``) is read by delta-rs and handed to Spark
     as Arrow: Spark's own read of a table that changed since it last looked
     replays its log and lists its files first, a second or more of jobs a
@@ -264,9 +264,7 @@ def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
     files = _files(root)
     if files is not None and path not in _WITH_VECTORS:
         try:
-            rows = deltars.read_small(
-                files, name, TABLES[name][0], SMALL_WRITE_ROWS, SMALL_TABLE_BYTES
-            )
+            rows = deltars.read_small(files, name, TABLES[name][0], SMALL_ROWS, SMALL_TABLE_BYTES)
         except deltars.SmallTableError:
             rows = None
         if rows is not None and not rows.num_rows:
@@ -369,17 +367,19 @@ def _merged_small(spark: SparkSession, root: str, plan: Merge) -> bool:
     return True
 
 
-# The small-table path (``trawl.store.deltars``): a write whose target table
-# holds under SMALL_TABLE_BYTES of Parquet (the size from its Delta log) and
-# whose rows number at most SMALL_WRITE_ROWS is collected to the driver (one
-# Spark job) and committed by delta-rs, in milliseconds. The same commit by
-# Spark costs a small table a second or more of jobs (the write, its
-# statistics, the snapshot after it), and a small cycle makes a dozen.
-# A bigger table or write goes through Spark, which scales out; deletion
-# vectors (on for crawldb and hostdb only far above this size) keep a
-# table on Spark for good.
+# The small-table path (``trawl.store.deltars``): a read or write of a table
+# that holds under SMALL_TABLE_BYTES of Parquet (the size from its Delta log),
+# of at most SMALL_ROWS rows, goes from the driver: delta-rs reads and commits,
+# DuckDB computes a MERGE, and the rows reach Spark (or come from it) as Arrow.
+# Spark's own read or commit of a table that changed since it last looked
+# replays the log and lists the files first: 0.8 to 1.4 s each at any size
+# here, against 0.12 to 0.33 s by this path at 2,000 to 20,000 rows and
+# 0.74 s for a read (0.25 s for a MERGE) at 100,000 rows, where the two meet
+# (``bench/bench_small_path.py``). A bigger table or write goes through
+# Spark, which scales out; deletion vectors (on for crawldb and hostdb only
+# far above this size) keep a table on Spark for good.
 SMALL_TABLE_BYTES = 16 * 2**20
-SMALL_WRITE_ROWS = 100_000
+SMALL_ROWS = 100_000
 
 
 def small_write(
@@ -388,7 +388,7 @@ def small_write(
     """The root for delta-rs and ``rows`` on the driver, when a write of
     ``rows`` to table ``name`` takes the small-table path; None when it
     does not (``rows`` then computed no further than its first
-    ``SMALL_WRITE_ROWS + 1``)."""
+    ``SMALL_ROWS + 1``)."""
     files = _files(root)
     path = ensure_table(spark, root, name)
     if files is None or path in _WITH_VECTORS:
@@ -401,8 +401,8 @@ def small_write(
         return None
     if state[0].get("delta.enableDeletionVectors") == "true":
         return None
-    collected = rows.limit(SMALL_WRITE_ROWS + 1).toArrow()
-    if collected.num_rows > SMALL_WRITE_ROWS:
+    collected = rows.limit(SMALL_ROWS + 1).toArrow()
+    if collected.num_rows > SMALL_ROWS:
         return None
     return files, collected
 
