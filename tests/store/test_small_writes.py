@@ -132,6 +132,14 @@ def test_more_rows_than_the_small_path_takes_go_through_spark(
     merge(spark, root, _plan(_changes(spark)))
     assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
     assert len(_state(spark, root)) == 4
+    # a table of more rows than that, with a write of one row: Spark's too
+    one = _plan(_changes(spark).filter("_op = 'update'"))
+    monkeypatch.setattr(tables, "SMALL_ROWS", 4)  # crawldb holds 4
+    merge(spark, root, one)
+    assert _engine(tmp_path / "crawl" / "crawldb").startswith("delta-rs")
+    monkeypatch.setattr(tables, "SMALL_ROWS", 3)
+    merge(spark, root, one)
+    assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
 
 
 def test_an_expression_delta_rs_refuses_is_merged_by_spark_instead(

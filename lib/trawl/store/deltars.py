@@ -46,6 +46,7 @@ from trawl.store.schemas import COUNTERS_SCHEMA, arrow_schema
 __all__ = [
     "SmallTableError",
     "ensure",
+    "is_small",
     "merge_arrow",
     "read_rows",
     "read_small",
@@ -316,28 +317,40 @@ def read_rows(root: CrawlRoot, name: str, **equal: str) -> list[dict[str, Any]]:
         raise _failed("read", uri, exc) from exc
 
 
+def is_small(root: CrawlRoot, name: str, max_rows: int, max_bytes: int) -> bool:
+    """Whether table ``name`` exists and holds at most ``max_rows`` rows in
+    under ``max_bytes`` of Parquet, by its Delta log, without deletion
+    vectors (files that do not say how many rows they hold: not small)."""
+    table = _open(root, name)
+    return table is not None and _small(table, root.delta_uri(name), max_rows, max_bytes)
+
+
+def _small(table: DeltaTable, uri: str, max_rows: int, max_bytes: int) -> bool:
+    try:
+        if table.metadata().configuration.get("delta.enableDeletionVectors") == "true":
+            return False
+        actions = pa.table(table.get_add_actions(flatten=True))
+        if not actions.num_rows:
+            return True
+        if int(pc.sum(actions["size_bytes"]).as_py() or 0) >= max_bytes:
+            return False
+        records = actions["num_records"]
+        return not records.null_count and int(pc.sum(records).as_py() or 0) <= max_rows
+    except Exception as exc:
+        raise _failed("read", uri, exc) from exc
+
+
 def read_small(
     root: CrawlRoot, name: str, schema: T.StructType, max_rows: int, max_bytes: int
 ) -> pa.Table | None:
-    """Every row of table ``name`` (in ``schema``'s columns and types),
-    when it holds at most ``max_rows`` rows in under ``max_bytes`` of
-    Parquet by its Delta log; None when it does not, or when its files do
-    not all say how many rows they hold, or when it has deletion vectors
+    """Every row of table ``name`` (in ``schema``'s columns and types) when
+    it is small (``is_small``); None when it is not, or does not exist
     (then Spark reads it)."""
     table = _open(root, name)
-    if table is None:
-        return None
     uri = root.delta_uri(name)
+    if table is None or not _small(table, uri, max_rows, max_bytes):
+        return None
     try:
-        if table.metadata().configuration.get("delta.enableDeletionVectors") == "true":
-            return None
-        actions = pa.table(table.get_add_actions(flatten=True))
-        if actions.num_rows:
-            if int(pc.sum(actions["size_bytes"]).as_py() or 0) >= max_bytes:
-                return None
-            records = actions["num_records"]
-            if records.null_count or int(pc.sum(records).as_py() or 0) > max_rows:
-                return None
         wanted = arrow_schema(schema)
         rows = table.to_pyarrow_table(columns=wanted.names)
         return rows.select(wanted.names).cast(wanted)

@@ -368,8 +368,8 @@ def _merged_small(spark: SparkSession, root: str, plan: Merge) -> bool:
 
 
 # The small-table path (``trawl.store.deltars``): a read or write of a table
-# that holds under SMALL_TABLE_BYTES of Parquet (the size from its Delta log),
-# of at most SMALL_ROWS rows, goes from the driver: delta-rs reads and commits,
+# of at most SMALL_ROWS rows in under SMALL_TABLE_BYTES of Parquet (by its
+# Delta log), writing at most SMALL_ROWS rows, goes from the driver: delta-rs reads and commits,
 # DuckDB computes a MERGE, and the rows reach Spark (or come from it) as Arrow.
 # Spark's own read or commit of a table that changed since it last looked
 # replays the log and lists the files first: 0.8 to 1.4 s each at any size
@@ -394,12 +394,9 @@ def small_write(
     if files is None or path in _WITH_VECTORS:
         return None
     try:
-        state = deltars.table_state(files, name)
+        if not deltars.is_small(files, name, SMALL_ROWS, SMALL_TABLE_BYTES):
+            return None
     except deltars.SmallTableError:
-        return None
-    if state is None or state[1] >= SMALL_TABLE_BYTES:
-        return None
-    if state[0].get("delta.enableDeletionVectors") == "true":
         return None
     collected = rows.limit(SMALL_ROWS + 1).toArrow()
     if collected.num_rows > SMALL_ROWS:
