@@ -142,7 +142,7 @@ def test_more_rows_than_the_small_path_takes_go_through_spark(
     assert _engine(tmp_path / "crawl" / "crawldb").startswith("Apache-Spark")
 
 
-def test_an_expression_delta_rs_refuses_is_merged_by_spark_instead(
+def test_an_expression_the_small_path_refuses_is_merged_by_spark_instead(
     spark: Any, tmp_path: Path
 ) -> None:
     root = str(tmp_path / "crawl")
@@ -152,7 +152,7 @@ def test_an_expression_delta_rs_refuses_is_merged_by_spark_instead(
         "crawldb",
         _changes(spark),
         KEY_ON,
-        # Spark's SQL has xxhash64; DataFusion's does not: delta-rs fails
+        # Spark's SQL has xxhash64; DuckDB's does not: the small path fails
         # before its commit, and Spark makes the one commit
         updates=(("s._op = 'update'", {"score": "CAST(xxhash64(s.url) % 2 AS DOUBLE)"}),),
     )
@@ -197,9 +197,7 @@ def test_events_merged_by_delta_rs_feed_spark_s_change_readers_once(
     ]
 
 
-def test_an_empty_replace_of_nothing_and_an_empty_merge_commit_nothing(
-    spark: Any, tmp_path: Path
-) -> None:
+def test_a_merge_of_no_rows_commits_nothing(spark: Any, tmp_path: Path) -> None:
     root = str(tmp_path / "crawl")
     _seeded(spark, root)
     before = _versions(tmp_path / "crawl" / "crawldb")
