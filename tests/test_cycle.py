@@ -1,15 +1,19 @@
 """The whole cycle on Spark + Delta against the test web (one shared crawl).
 
-A module-scoped crawl: inject the test web's seeds, run two cycles, then
-check what an operator relies on: politeness and robots from the test web's
-own access log, idempotent inject / generate / updatedb, host groups kept in
-one task, WARC records where the fetch table says they are.
+A module-scoped crawl: ``trawl cycle`` (the command, in this process)
+injects the test web's seeds and runs two cycles; then the tests check what
+the command printed and what an operator relies on: politeness and robots
+from the test web's own access log, idempotent inject / generate / updatedb,
+host groups kept in one task, WARC records where the fetch table says they
+are.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,36 +52,50 @@ class Crawl:
 
 @pytest.fixture(scope="module")
 def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
+    from trawl.cli import main
+
     out = tmp_path_factory.mktemp("cycle")
     model = WebModel.generate(3, hosts=16, ips=4, pages_per_host=(3, 10))
     with TestWeb(model, out / "web", n_seeds=16) as web:
-        cfg = load_config(
-            None,
-            [
-                f"dns.hosts_file={web.hosts_file}",
-                'fetch.allow_networks=["127.0.0.0/8"]',
-                f"politeness.min_delay_s={MIN_DELAY}",
-                "politeness.delay_factor=2.0",
-                "fetch.time_limit_s=60",
-                "generate.max_per_host=6",
-                "crawl.host_buckets=4",
-            ],
-        )
-        state = Crawl(spark, cfg, str(out / "crawl"), web, model, [], [])
-        state.results.append(run_inject(state.ctx(0), [str(web.seeds_file)]))
-        for i in range(2):
-            ctx = state.ctx(i)
-            state.segments.append(ctx.segment)
-            state.results.append(run_generate(ctx))
-            state.results.append(run_fetch(ctx))
-            state.results.append(run_updatedb(ctx))
+        sets = [
+            f"dns.hosts_file={web.hosts_file}",
+            'fetch.allow_networks=["127.0.0.0/8"]',
+            f"politeness.min_delay_s={MIN_DELAY}",
+            "politeness.delay_factor=2.0",
+            "fetch.time_limit_s=60",
+            "generate.max_per_host=6",
+            "crawl.host_buckets=4",
+        ]
+        state = Crawl(spark, load_config(None, sets), str(out / "crawl"), web, model, [], [])
+        argv = [
+            "cycle", "--crawl", state.root, "--cycles", "2", "--json", "--at", AT.isoformat(),
+            "--seeds", str(web.seeds_file), "--time-limit", "60",
+            *[a for s in sets for a in ("--set", s)],
+        ]  # fmt: skip
+        with redirect_stdout(io.StringIO()) as printed:
+            assert main(argv) == 0
+        state.results += [json.loads(line) for line in printed.getvalue().splitlines()]
+        state.segments += [row["segment"] for row in state.results[1:]]
         yield state
 
 
 def test_the_crawl_fetches_pages_and_discovers_new_urls(crawl: Crawl) -> None:
     fetched = read_table(crawl.spark, crawl.root, "crawldb").filter("status = 'fetched'").count()
     assert fetched >= 16
-    assert crawl.results[3]["new_urls"] > 0  # updatedb of cycle 1 found outlinks
+    assert crawl.results[1]["new_urls"] > 0  # updatedb of cycle 1 found outlinks
+
+
+def test_the_cycle_command_printed_its_inject_and_each_cycle(crawl: Crawl) -> None:
+    inject, cycles = crawl.results[0], crawl.results[1:]
+    assert inject["accepted"] == 16  # the seeds
+    # one hour apart (--step's default), starting at --at
+    assert [c["segment"] for c in cycles] == ["20261130T120000Z", "20261130T130000Z"]
+    assert [c["cycle"] for c in cycles] == [1, 2]
+    assert all(c["fetched_ok"] > 0 for c in cycles)
+    fetched = read_segment_table(crawl.spark, crawl.root, crawl.segments[0], "fetch")
+    assert (
+        cycles[0]["fetched_ok"] == fetched.filter("outcome = 'success' AND kind = 'page'").count()
+    )
 
 
 def test_politeness_from_the_access_log(crawl: Crawl) -> None:
@@ -411,26 +429,3 @@ def test_inject_names_a_url_crawldb_knew_from_a_link(crawl: Crawl, tmp_path: Pat
     ]
     again = run_inject(crawl.ctx(0), [str(seeds)])
     assert (again["accepted"], again["named"], again["duplicates"]) == (0, 0, 1)
-
-
-def test_cycle_command_injects_and_runs_cycles(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from trawl.cli import main
-
-    model = WebModel.generate(5, hosts=4, ips=2, pages_per_host=(2, 4))
-    with TestWeb(model, tmp_path / "web", n_seeds=4) as web:
-        argv = [
-            "cycle", "--crawl", str(tmp_path / "crawl"), "--cycles", "2", "--json",
-            "--at", "2026-11-30T00:00:00Z", "--seeds", str(web.seeds_file),
-            "--set", f"dns.hosts_file={web.hosts_file}",
-            "--set", 'fetch.allow_networks=["127.0.0.0/8"]',
-            "--set", "politeness.min_delay_s=0.05", "--set", "politeness.delay_factor=1",
-            "--time-limit", "20",
-        ]  # fmt: skip
-        assert main(argv) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    inject, cycles = rows[0], rows[1:]
-    assert inject["accepted"] > 0
-    assert [c["segment"] for c in cycles] == ["20261130T000000Z", "20261130T010000Z"]
-    assert cycles[0]["fetched_ok"] > 0

@@ -31,9 +31,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from subprocess import Popen
 from types import ModuleType
 from typing import Any
 
@@ -166,19 +168,29 @@ def airflow_env(home: Path, crawls: str) -> dict[str, str]:
     return env
 
 
-def run_airflow(
-    argv: list[str], env: dict[str, str], log: Path, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run an Airflow program; its output goes to ``log`` and, on failure, into the message."""
-    with log.open("w") as out:
-        done = subprocess.run(
-            argv, env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, text=True, timeout=timeout, check=False,
+@contextmanager
+def airflow_process(argv: list[str], env: dict[str, str], log: Path) -> Iterator[Popen[str]]:
+    """An Airflow program running in the background, its output going to
+    ``log``; killed if it is still running when the block ends."""
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            argv, env=env, cwd=log.parent, stdout=sink, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, text=True,
         )  # fmt: skip
-    if done.returncode != 0:
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def succeeded(proc: Popen[str], log: Path, timeout: float) -> None:
+    """Wait for an Airflow program; a failure puts the tail of its log in the message."""
+    code = proc.wait(timeout=timeout)
+    if code != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-60:])
-        pytest.fail(f"{' '.join(argv[:3])} exited {done.returncode}; log {log}:\n{tail}")
-    return done
+        pytest.fail(f"airflow exited {code}; log {log}:\n{tail}")
 
 
 # Parse the DAG folder as the DAG processor would, once per Variable value
@@ -306,10 +318,9 @@ class DagRun:
 
 
 def snapshot(spark: Any, root: str) -> dict[str, list[Any]]:
-    """Every row of the tables a cycle writes, in a stable order."""
-    tables = {name: read_table(spark, root, name) for name in ("crawldb", "hostdb", "events")}
-    for name in ("fetchlist", "fetch"):
-        tables[name] = read_segment_table(spark, root, SEGMENT, name)
+    """Every row of the tables the tests look at, in a stable order."""
+    tables = {name: read_table(spark, root, name) for name in ("crawldb", "events")}
+    tables["fetch"] = read_segment_table(spark, root, SEGMENT, "fetch")
     return {name: sorted(df.collect(), key=repr) for name, df in tables.items()}
 
 
@@ -318,41 +329,36 @@ def dag_run(
     spark: Any, airflow_bin: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DagRun]:
     out = tmp_path_factory.mktemp("airflow_dag")
+    root, config = out / "crawl", out / "news.toml"
+    env = airflow_env(out / "airflow", str(config))
+    airflow = str(airflow_bin / "airflow")
     model = WebModel.generate(5, hosts=4, ips=2, pages_per_host=(2, 4))
-    with TestWeb(model, out / "web", n_seeds=4) as web:
-        root = out / "crawl"
-        config = write_crawl_config(out / "news.toml", root, web)
-        cfg = load_config(config, environ={})
+    # Airflow's metadata database is made while the seeds are injected: the
+    # two need nothing of each other, and each takes seconds.
+    with (
+        airflow_process([airflow, "db", "migrate"], env, out / "migrate.log") as migrate,
+        TestWeb(model, out / "web", n_seeds=4) as web,
+    ):
+        cfg = load_config(write_crawl_config(config, root, web), environ={})
         injected = run_inject(JobContext(spark, cfg, str(root), SEGMENT, AT), [str(web.seeds_file)])
         assert injected["accepted"] == 4
-        env = airflow_env(out / "airflow", str(config))
-        run_airflow([str(airflow_bin / "airflow"), "db", "migrate"], env, out / "migrate.log")
+        succeeded(migrate, out / "migrate.log", timeout=300)
         started = time.monotonic()
         log = out / "dags-test.log"
-        argv = [str(airflow_bin / "airflow"), "dags", "test", DAG_ID, LOGICAL_DATE]
-        with log.open("w") as sink:
-            scheduled = subprocess.Popen(
-                argv, env=env, cwd=out, stdout=sink, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, text=True,
+        with airflow_process([airflow, "dags", "test", DAG_ID, LOGICAL_DATE], env, log) as run:
+            # A manual cycle while the scheduled run's generate holds the crawl.
+            lease = root / LEASE_FILE
+            while not lease.exists():
+                assert run.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.1)
+            holder = json.loads(lease.read_text())
+            manual = subprocess.run(
+                [str(TRAWL), "cycle", "--crawl", str(root), "--config", str(config),
+                 "--at", "2026-11-30T06:00:00Z"],
+                capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                env={k: v for k, v in env.items() if not k.startswith("AIRFLOW")},
             )  # fmt: skip
-            try:
-                # A manual cycle while the scheduled run's generate holds the crawl.
-                lease = root / LEASE_FILE
-                while not lease.exists():
-                    assert scheduled.poll() is None, log.read_text()[-3000:]
-                    time.sleep(0.1)
-                holder = json.loads(lease.read_text())
-                manual = subprocess.run(
-                    [str(TRAWL), "cycle", "--crawl", str(root), "--config", str(config),
-                     "--at", "2026-11-30T06:00:00Z"],
-                    capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
-                    env={k: v for k, v in env.items() if not k.startswith("AIRFLOW")},
-                )  # fmt: skip
-                code = scheduled.wait(timeout=AIRFLOW_TIMEOUT_S)
-            finally:
-                if scheduled.poll() is None:
-                    scheduled.kill()
-        assert code == 0, "\n".join(log.read_text(errors="replace").splitlines()[-60:])
+            succeeded(run, log, timeout=AIRFLOW_TIMEOUT_S)
         seconds = time.monotonic() - started
         tables = snapshot(spark, str(root))
         fetched = {
