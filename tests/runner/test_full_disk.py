@@ -96,3 +96,41 @@ def test_a_full_disk_under_fetch_fails_cleanly_and_a_rerun_completes(
         assert run_fetch(ctx)["fetch/page/success"] == rows["fetch/page/success"]
         assert web.access_log.read_text().count("\n") == asked
         assert {n: (warc / n).stat().st_mtime_ns for n in names} == files
+
+
+def _write_or_fail(root: str, index: int, rows: Any) -> Any:
+    """Partition 0 writes a file and waits; partition 1 fails once it has
+    begun, so Spark cancels partition 0 in the middle of its file."""
+    import time
+
+    from trawl.store.files import CrawlRoot
+
+    sink = CrawlRoot.of(root).open_write(f"segments/s1/warc/task-{index}.warc.gz")
+    sink.write(b"half a record")
+    sink.flush()
+    if index == 1:
+        time.sleep(2)
+        raise OSError(28, "No space left on device")
+    time.sleep(120)  # killed before it closes or aborts its file
+    sink.close()
+    return iter(())
+
+
+def test_files_of_the_tasks_a_failure_cancelled_are_dropped(spark: Any, tmp_path: Path) -> None:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    from trawl.store.files import FetchPlaces
+    from trawl.store.session import wait_for_running_tasks
+
+    root = str(tmp_path / "crawl")
+    job = spark.sparkContext.parallelize([0, 1], 2)
+    with pytest.raises((Py4JJavaError, PySparkException)):
+        job.mapPartitionsWithIndex(lambda i, rows: _write_or_fail(root, i, rows)).count()
+    assert wait_for_running_tasks(spark, timeout_s=60)
+    warc = tmp_path / "crawl" / "segments" / "s1" / "warc"
+    # partition 1 failed without aborting (as a task killed on the way);
+    # partition 0's worker was killed in its sleep: both files are left
+    assert len([p for p in warc.iterdir() if p.name.endswith(".open")]) == 2
+    assert FetchPlaces(CrawlRoot.of(root), "s1").drop_unfinished() == 2
+    assert list(warc.iterdir()) == []

@@ -88,6 +88,12 @@ def test_a_process_killed_mid_upload_leaves_no_object(s3_server: str, bucket: st
     root = root_of(s3_server, bucket)
     assert keys(s3_server, bucket) == []
     assert warc_files(root, "s1") == []
+    # its stored part is kept (and billed) until the upload is aborted
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    assert len(client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])) == 1
+    assert root.drop_unfinished("segments/s2") == 0  # another segment's: none
+    assert root.drop_unfinished("segments/s1") == 1
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
 def test_root_files_on_s3(s3_server: str, bucket: str) -> None:

@@ -15,6 +15,7 @@ from trawl.runner.progress import FetchProgress
 from trawl.stages.common import concurrently
 from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
 from trawl.store.files import INDEX_FILE, FetchPlaces, index_rel, warc_files, warc_rel
+from trawl.store.session import wait_for_running_tasks
 from trawl.store.tables import (
     read_segment_table,
     read_table,
@@ -38,10 +39,19 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
         if starts is not None:
             places.claims.clear()  # a re-run's tasks claim afresh
         places.clear_progress()  # a re-run's tasks report afresh
+        places.drop_unfinished()  # what tasks of a killed run left half written
         rows = fetch(fetchlist, ctx.stage, places, time_limit_s, starts)
         faults.point("fetch:before-write")  # kill tests (the frame fetches as it is written)
-        with FetchProgress(places, ctx.cfg):
-            write_segment_table(rows, root, segment, "fetch")
+        try:
+            with FetchProgress(places, ctx.cfg):
+                write_segment_table(rows, root, segment, "fetch")
+        except Exception:
+            # a task that failed aborted its own files; the tasks Spark then
+            # cancelled were killed without aborting theirs: once none runs,
+            # their half-written files go too (a full disk gets its room back)
+            wait_for_running_tasks(spark)
+            places.drop_unfinished()
+            raise
     else:
         # The segment was fetched whole. A re-run (a cycle run again after a
         # crash in a later stage, Airflow clearing a run) keeps it: fetched

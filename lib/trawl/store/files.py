@@ -12,7 +12,8 @@ with the same meaning on a disk and on an object store:
 - ``open_write``: a file that appears under its name, complete, on
   ``close`` and not at all on ``abort`` (or when the process dies): a
   hidden ``.<name>.open`` file renamed into place, or a multipart upload
-  (``trawl.store.objectstore``);
+  (``trawl.store.objectstore``); ``drop_unfinished`` removes what a killed
+  writer left of one (the hidden file, the upload's stored parts);
 - ``create_exclusive``: write only if absent (``O_EXCL``, or S3's
   ``If-None-Match: *``): the lease and the claims rest on it;
 - ``read_range``, ``read_bytes``, ``names``, ``download``, ``delete``.
@@ -54,6 +55,8 @@ from trawl.warc.writer import WarcRef
 
 INDEX_FILE = "index.cdxj"
 SEGMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# what _LocalUpload writes before its rename: .<name>.<pid>.<thread>.open
+UNFINISHED = re.compile(r"^\..+\.\d+\.\d+\.open$")
 _CLIENTS: dict[S3Store, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
@@ -225,6 +228,32 @@ class CrawlRoot:
             return
         bucket, key = self._key(rel)
         self._client().delete_object(Bucket=bucket, Key=key)
+
+    def drop_unfinished(self, rel: str) -> int:
+        """Remove what writers killed on the way left under ``rel``: hidden
+        ``.open`` files, uploads never completed (whose parts an object
+        store keeps, and bills, until they are aborted). Only for a folder
+        nobody writes to now (the lease holder's own segment); returns how
+        many were dropped."""
+        if self.s3 is None:
+            folder = self._path(rel)
+            dropped = 0
+            for path in folder.rglob(".*.open") if folder.is_dir() else ():
+                if UNFINISHED.match(path.name) and path.is_file():
+                    path.unlink(missing_ok=True)
+                    dropped += 1
+            return dropped
+        bucket, under = self._folder(rel)
+        client = self._client()
+        paginator = client.get_paginator("list_multipart_uploads")
+        started = [
+            (upload["Key"], upload["UploadId"])
+            for page in paginator.paginate(Bucket=bucket, Prefix=under)
+            for upload in page.get("Uploads", [])
+        ]
+        for key, upload_id in started:
+            client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+        return len(started)
 
     def delete_tree(self, rel: str) -> None:
         """Remove ``rel`` and everything under it."""
@@ -414,6 +443,11 @@ class FetchPlaces:
 
     def open_warc(self, name: str) -> BinaryIO:
         return self.root.open_write(warc_rel(self.segment, name))
+
+    def drop_unfinished(self) -> int:
+        """Drop what fetch tasks killed on the way left of their files (a
+        task cancelled when another failed dies without its ``abort``)."""
+        return self.root.drop_unfinished(f"segments/{check_segment_id(self.segment)}")
 
     @property
     def claims(self) -> Claims:

@@ -192,3 +192,21 @@ def quiet_task_failures(spark: SparkSession) -> None:
     level = jvm.org.apache.logging.log4j.Level.OFF
     for name in TASK_FAILURE_LOGGERS:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+
+
+def wait_for_running_tasks(spark: SparkSession, timeout_s: float = 60.0) -> bool:
+    """Wait until no task runs on any executor, at most ``timeout_s``: when
+    one task fails its job, Spark reports the failure at once and cancels
+    the others, which end (their Python workers killed after
+    ``spark.python.task.killTimeout``) a little later. True: none runs."""
+    import time
+
+    tracker = spark.sparkContext._jsc.sc().statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = sum(info.numRunningTasks() for info in tracker.getExecutorInfos())
+        if running == 0:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
