@@ -3,6 +3,7 @@ segment's CDXJ index written, counted."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,9 +49,11 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
         except Exception:
             # a task that failed aborted its own files; the tasks Spark then
             # cancelled were killed without aborting theirs: once none runs,
-            # their half-written files go too (a full disk gets its room back)
-            wait_for_running_tasks(spark)
-            places.drop_unfinished()
+            # their half-written files go too (a full disk gets its room back);
+            # the job's own error is the one told, whatever this meets
+            with contextlib.suppress(Exception):
+                wait_for_running_tasks(spark)
+                places.drop_unfinished()
             raise
     else:
         # The segment was fetched whole. A re-run (a cycle run again after a
