@@ -5,14 +5,16 @@
 # Delta Lake and S3A jars in jars/lib/ (fetched with Maven once, then loaded
 # from disk by every Spark session), pywb in .venv-pywb for the replay test,
 # Airflow in .venv-airflow for the DAG test, and Debian's chromium for the
-# report's browser test. Safe to run again.
+# browser tests. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-# Headless Chromium (Debian's package), for tests/test_crawlreport.py, which
-# renders `trawl report`'s page and screenshots it. Installed once, as root
-# or through sudo; without it that test is skipped.
+# Headless Chromium (Debian's package), for the browser tests: the report's
+# page (tests/test_crawlreport.py) and archived pages replayed by pywb
+# (tests/warc/test_browser_replay.py, tests/stages/test_requisites.py,
+# driven over the DevTools protocol by tests/browser.py). Installed once, as
+# root or through sudo.
 if ! command -v chromium > /dev/null; then
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
   export DEBIAN_FRONTEND=noninteractive
@@ -24,7 +26,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, boto3, moto, wacz' 2>/dev/null \
+if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, boto3, moto, wacz, websocket' 2>/dev/null \
    || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]'

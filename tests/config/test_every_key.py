@@ -271,6 +271,9 @@ OUT_OF_RANGE: dict[str, list[float]] = {
     "dedup.hot_key_rows": [0],
     "dedup.score_factor": [0, -0.1, 1.5],
     "warc.max_file_bytes": [0, 999_999],
+    "requisites.max_per_page": [-1],
+    "requisites.max_per_host": [-1],
+    "requisites.max_css_depth": [-1],
     "testweb.hosts": [0],
     "testweb.ips": [0, 64_771],
     "testweb.port": [-1, 65_536],
@@ -309,6 +312,8 @@ IN_RANGE: dict[str, list[float]] = {
     "dedup.minhash_threshold": [1],
     "dedup.score_factor": [1],
     "warc.max_file_bytes": [1_000_000],
+    "requisites.max_per_page": [0],  # none kept: pages only
+    "requisites.max_css_depth": [0],  # a page's own requisites only
     "testweb.seed": [-5, 0],
     "testweb.port": [0, 65_535],
     "testweb.ips": [1, 64_770],

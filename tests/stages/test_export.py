@@ -294,7 +294,7 @@ def test_wacz_export_passes_wacz_validate_and_lists_every_html_page(
     assert result["captures"] == len(captured) and result["missing"] == 0
     assert result["warc_files"] == len(warcs) and result["bytes"] == out.stat().st_size
     # the index is the one trawl writes for the archive's files: cdxj-indexer's
-    assert contents["indexes/index.cdxj"] == cdxj_indexer(warcs)
+    assert contents["indexes/index.cdx"] == cdxj_indexer(warcs)
     # pages.jsonl: its header, then each HTML page captured, at its record's WARC-Date
     lines = [json.loads(line) for line in contents["pages/pages.jsonl"].splitlines()]
     assert lines[0]["format"] == "json-pages-1.0" and "url" not in lines[0]

@@ -16,23 +16,15 @@ a body as received, still compressed, and pywb replays it so to a client
 that accepts gzip; to one that does not, it decodes it (content negotiation
 on replay), which is checked too.
 
-pywb lives in its own virtualenv, ``.venv-pywb`` (``scripts/setup.sh``; its
-pins and its ``brotli`` module clash with ours), and is run as a program,
-never imported. It serves the collection only (no ``--live``, ``--record``
-or ``--proxy``), so it has nothing to fetch from the live web; its proxy
-variables point at a closed loopback port, so that anything it tried anyway
-would fail there, and the servers, still running, must see no request from it.
+pywb runs from its own virtualenv, as a program (``tests.warc.pywb``), and
+serves the collection only, with nothing to fetch from the live web; the
+servers, still running, must see no request from it.
 """
 
 from __future__ import annotations
 
 import gzip
-import http.client
-import os
-import socket
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,23 +34,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_datetime, iso_date_to_timestamp
 
 from tests.fetch.test_task import config, items_for
+from tests.warc.pywb import get, pywb_serving
 from trawl.fetch.task import run_fetch_task
 from trawl.testweb import TestWeb, WebModel
 from trawl.testweb.render import respond
 from trawl.url.keys import host_bucket, host_of, url_fingerprint
 from trawl.url.normalize import normalize
 
-ROOT = Path(__file__).resolve().parents[2]
-PYWB_BIN = ROOT / ".venv-pywb" / "bin"
 SEED = 6  # first host: robots.txt 200, a sitemap index with a gzipped child, 301s, 404s
-STARTUP_S = 20.0  # for wayback to answer (it takes about a second)
-CLOSED_PORT = 9  # discard: nobody listens on it on loopback
-ACCEPT = "gzip, deflate, br"  # what trawl and browsers send
 GZIP_HTML = b"<!doctype html><title>gzip</title><p>" + b"compressed on the wire " * 40 + b"\n"
 Sent = dict[str, tuple[int, bytes]]  # by URL: the status and body a server sent
 
@@ -189,92 +176,6 @@ def archived(warcs: list[Path]) -> dict[str, Capture]:
     return out
 
 
-# --- pywb ---------------------------------------------------------------------------------------
-
-
-def pywb(tool: str) -> str:
-    """A pywb program; missing is a failure (setup installs it), not a skip."""
-    path = PYWB_BIN / tool
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"{path} missing: run `bash scripts/setup.sh` (it installs pywb)")
-    return str(path)
-
-
-def offline_env(home: Path) -> dict[str, str]:
-    """pywb's environment: every proxy variable at a closed loopback port ..."""
-    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
-    dead = f"http://127.0.0.1:{CLOSED_PORT}"
-    for name in ("http_proxy", "https_proxy", "all_proxy"):
-        env[name] = env[name.upper()] = dead
-    # ... but loopback's: pywb's front end asks its own index and WARC server
-    # over HTTP, at localhost on a port of its own
-    env["no_proxy"] = env["NO_PROXY"] = "localhost,127.0.0.1"
-    env["HOME"] = str(home)  # anything it caches stays in the test's directory
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def wayback(root: Path, warcs: list[Path]) -> Iterator[int]:
-    """Collection ``coll`` of ``warcs`` served by pywb on 127.0.0.1; yields the port."""
-    root.mkdir()
-    env = offline_env(root)
-    for argv in (["init", "coll"], ["add", "coll", *map(str, warcs)]):
-        subprocess.run(
-            [pywb("wb-manager"), *argv], cwd=root, env=env, check=True, capture_output=True,
-            timeout=60,
-        )  # fmt: skip
-    port = free_port()
-    log_path = root / "wayback.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [pywb("wayback"), "--bind", "127.0.0.1", "--port", str(port), "--threads", "2"],
-            cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            _wait_until_up(proc, port, log_path)
-            yield port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-
-def _wait_until_up(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"wayback exited {proc.returncode}:\n{log.read_text(errors='replace')}")
-        try:
-            status, _, _ = get(port, "/coll/")
-        except OSError:
-            time.sleep(0.1)
-            continue
-        assert status == 200, log.read_text(errors="replace")
-        return
-    pytest.fail(f"wayback not answering after {STARTUP_S} s:\n{log.read_text(errors='replace')}")
-
-
-def get(port: int, target: str, accept: str = ACCEPT) -> tuple[int, dict[str, str], bytes]:
-    """GET ``target`` from 127.0.0.1:``port`` (redirects not followed):
-    status, headers (lower-cased names), body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", target, headers={"Accept-Encoding": accept})
-        resp = conn.getresponse()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-    finally:
-        conn.close()
-
-
 # --- the test -----------------------------------------------------------------------------------
 
 
@@ -287,7 +188,8 @@ def test_pywb_replays_trawls_warc_byte_for_byte(tmp_path: Path) -> None:
         # what trawl archived is what was sent, before pywb comes into it
         assert {url: (c.status, c.payload) for url, c in captures.items() if url in sent} == sent
         asked = (len(web.access_log.read_text().splitlines()), site.requests)
-        with wayback(tmp_path / "pywb", warcs) as port:
+        with pywb_serving(tmp_path / "pywb", {"coll": warcs}) as replay:
+            port = replay.port
             replayed = {url: get(port, f"/coll/{c.timestamp}id_/{url}") for url, c in
                         captures.items() if url in sent}  # fmt: skip
             gzip_url, gzip_ts = site.url, captures[site.url].timestamp

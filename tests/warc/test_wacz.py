@@ -78,7 +78,7 @@ def test_layout_and_compression(tmp_path: Path) -> None:
         entries = {i.filename: i for i in zf.infolist()}
     assert list(entries) == [
         "archive/sample-00000.warc.gz",
-        "indexes/index.cdxj",
+        "indexes/index.cdx",
         "pages/pages.jsonl",
         "datapackage.json",
         "datapackage-digest.json",
@@ -106,7 +106,7 @@ def test_manifest_holds_each_files_sha256_and_size(tmp_path: Path) -> None:
         "path": "datapackage.json",
         "hash": "sha256:" + hashlib.sha256(manifest_bytes).hexdigest(),
     }
-    assert contents["indexes/index.cdxj"] == (tmp_path / "index.cdxj").read_bytes()
+    assert contents["indexes/index.cdx"] == (tmp_path / "index.cdxj").read_bytes()
     assert contents["archive/sample-00000.warc.gz"] == (
         (tmp_path / "sample-00000.warc.gz").read_bytes()
     )

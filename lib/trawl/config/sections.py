@@ -94,6 +94,16 @@ class WarcConfig:
 
 
 @dataclass(frozen=True)
+class RequisitesConfig:
+    """Page requisites, the archive preset (``trawl.parse.requisites``)."""
+
+    capture: bool = False
+    max_per_page: int = 100
+    max_per_host: int = 1000
+    max_css_depth: int = 3
+
+
+@dataclass(frozen=True)
 class StorageConfig:
     """Where an object-store crawl root lives and how to reach it. Empty
     values come from the standard AWS environment (``trawl.config.load``);
@@ -266,6 +276,7 @@ class Config:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
+    requisites: RequisitesConfig = field(default_factory=RequisitesConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     catalog: CatalogConfig = field(default_factory=CatalogConfig)
     testweb: TestwebConfig = field(default_factory=TestwebConfig)

@@ -184,6 +184,9 @@ RANGES: dict[str, Bound] = {
     "dedup.hot_key_rows": AT_LEAST_ONE,
     "dedup.score_factor": SHARE,  # a duplicate's score is divided by it on its return
     "warc.max_file_bytes": Bound(1_000_000),
+    "requisites.max_per_page": NOT_NEGATIVE,
+    "requisites.max_per_host": NOT_NEGATIVE,
+    "requisites.max_css_depth": NOT_NEGATIVE,
     "testweb.hosts": AT_LEAST_ONE,
     # 127.0.1.1 onwards, 254 a /24, up to 127.0.255.254
     "testweb.ips": Bound(1, 254 * 255),

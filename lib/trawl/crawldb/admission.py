@@ -93,7 +93,8 @@ def admit(
         url = normalize(raw_url, cfg.normalize.strip_params, cfg.normalize.session_params)
     except UrlError as exc:
         return None, f"normalize/{exc.reason}"
-    rejected = flt.reject_reason(url, sitemap=is_sitemap)
+    # a sitemap is .xml or .txt by nature, an image or a script by what a page needs
+    rejected = flt.reject_reason(url, any_extension=is_sitemap or source == "requisite")
     if rejected:
         return None, f"filter/{rejected}"
     host = host_of(url)

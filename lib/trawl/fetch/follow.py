@@ -1,6 +1,7 @@
 """Link following within a fetch task: what a fetched page leads to that the
 same task fetches in the segment (its redirect target, ``fetch.follow_redirects``;
-its links, ``fetch.follow_depth``), and what it settles without a request.
+its links, ``fetch.follow_depth``; what it needs to render,
+``requisites.capture``), and what it settles without a request.
 
 A part of ``trawl.fetch.task.FetchTask`` kept in a module of its own (the task
 module holds the scheduling, robots.txt and probe rules): ``LinkFollowing`` is
@@ -8,9 +9,12 @@ the base class that holds these methods, and names the task state they read.
 Followed URLs become items of their host, queued with the release of the
 host that found them (``HostScheduler.release``), so they are fetched under
 that host's politeness; a host belongs to one task only, and no URL is
-fetched twice in a task (``seen``). A link to a host crawldb has never seen
-may start that host in the task (``start_host``; the rules are in
-``trawl.fetch.claims``).
+fetched twice in a task (``seen``). A page's requisites go ahead of their
+host's other work, so that a page and what it needs are captured close
+together; those crawldb holds (``requisites_known``) wait until they are due,
+and those of another task's host wait for updatedb (and a later segment).
+A link to a host crawldb has never seen may start that host in the task
+(``start_host``; the rules are in ``trawl.fetch.claims``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,13 +32,27 @@ from trawl.crawldb.budgets import counter_step
 from trawl.crawldb.status import FetchOutcome
 from trawl.fetch.claims import NewHosts, host_room
 from trawl.fetch.politeness import HostScheduler
-from trawl.fetch.row import Row
+from trawl.fetch.row import Row, item_kind
 from trawl.fetch.rules import HostVerdict, denied_decision
 from trawl.fetch.visit import Fetcher, origin_of
 from trawl.net.resolver import AddressRefused
 from trawl.net.robots import RobotsRules
 from trawl.url.filter import UrlFilter
 from trawl.url.keys import registered_domain
+
+
+@dataclass
+class Found:
+    """Work a visit found for the task, host -> items: ``more`` queued after
+    the host's other work (a redirect target, links), ``first`` ahead of it
+    (requisites)."""
+
+    more: defaultdict[str, list[Mapping[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    first: defaultdict[str, list[Mapping[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
 
 
 class LinkFollowing:
@@ -47,6 +66,8 @@ class LinkFollowing:
     stopped: dict[str, str]  # host -> why its work was taken out
     follow_room: dict[str, int]  # host -> links it may still have followed
     known: dict[str, set[int]]  # host -> crawldb's URL fingerprints of it
+    requisite_room: dict[str, int]  # host -> requisites it may still have fetched
+    requisites_known: dict[str, set[int]]  # host -> crawldb's requisites of it
     new_hosts: NewHosts | None  # fetch.follow_new_hosts: hosts the task may start
     ips: dict[str, str]
     domains: dict[str, str]
@@ -73,58 +94,94 @@ class LinkFollowing:
         self.follow_room[host] = room
         self.known[host] = {int(fp) for item in items for fp in item.get("follow_known") or ()}
 
-    def found_work(self, item: Mapping[str, Any], row: Row) -> dict[str, list[Mapping[str, Any]]]:
+    def plan_requisites(self, host: str, items: list[Mapping[str, Any]]) -> None:
+        """The host's room for page requisites (``requisites.max_per_host``)
+        and crawldb's requisites of it, from generate's column (on one of
+        its rows; null on all: too many to ship, and the task leaves the
+        host's requisites to updatedb)."""
+        if not self.cfg.requisites.capture:
+            return
+        known = next(
+            (
+                item["requisites_known"]
+                for item in items
+                if item.get("requisites_known") is not None
+            ),
+            None,
+        )
+        if known is None:
+            return
+        self.requisite_room[host] = self.cfg.requisites.max_per_host
+        self.requisites_known[host] = {int(fp) for fp in known}
+
+    def found_work(self, item: Mapping[str, Any], row: Row) -> Found:
         """URLs a fetched page leads to that this task fetches in the same
         segment, host -> items: its redirect target (``fetch.follow_redirects``)
-        and its links (``fetch.follow_depth``). Decided before the host is
-        released, and queued with the release (``HostScheduler.release``)."""
-        found: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-        if row.get("kind") != "page":
+        and its links (``fetch.follow_depth``); and, to be fetched first,
+        what it or a stylesheet needs to render (``requisites.capture``).
+        Decided before the host is released, and queued with the release
+        (``HostScheduler.release``)."""
+        found = Found()
+        kind = row.get("kind")
+        if kind not in ("page", "requisite"):
             return found
         target = row.get("redirect_to")
+        success = row.get("outcome") == FetchOutcome.SUCCESS.value
         if target:
             followed = self.follow(item, str(target))
             if followed is not None:
-                found[followed["host"]].append(followed)
-        elif row.get("outcome") == FetchOutcome.SUCCESS.value and row.get("outlinks"):
+                found.more[followed["host"]].append(followed)
+        elif success and kind == "page" and row.get("outlinks"):
             for link in self.follow_links(item, row["outlinks"]):
-                found[link["host"]].append(link)
+                found.more[link["host"]].append(link)
+        if success and row.get("requisites") and self.cfg.requisites.capture:
+            for needed in self.follow_requisites(item, row["requisites"]):
+                found.first[needed["host"]].append(needed)
         return found
 
-    def _new_here(self, record: Mapping[str, Any], linked: bool) -> bool:
+    def _new_here(self, record: Mapping[str, Any], linked: bool, requisite: bool = False) -> bool:
         """(Under the lock.) The URL is on one of the task's hosts and not
-        taken yet; a followed link's host also has following planned
-        (``plan_follow``: without it whether crawldb knows the URL cannot be
-        told) and crawldb does not know the URL."""
+        taken yet; a followed link's (or requisite's) host also has following
+        planned (``plan_follow``, ``plan_requisites``: without it whether
+        crawldb knows the URL cannot be told) and crawldb does not know the
+        URL (as a requisite, for a requisite: a page it holds is fetched
+        here as one)."""
         host = record["host"]
         if host not in self.first_item or record["url"] in self.seen:
             return False
         if not linked:
             return True
-        known = self.known.get(host)
+        known = (self.requisites_known if requisite else self.known).get(host)
         return known is not None and record["url_fp"] not in known
 
-    def _stopped_for(self, record: Mapping[str, Any]) -> str | None:
+    def _stopped_for(self, record: Mapping[str, Any], requisite: bool = False) -> str | None:
         """Why the link's host was stopped in this task (robots.txt
         unreachable, over-cap Crawl-delay, failing, blocked by policy), when
         it was and the link is new here (taken for the task then); None
         otherwise."""
         with self._lock:
             why = self.stopped.get(record["host"])
-            if why is None or not self._new_here(record, linked=True):
+            if why is None or not self._new_here(record, linked=True, requisite=requisite):
                 return None
             self.seen.add(record["url"])
             return why
 
-    def _claim(self, record: Mapping[str, Any], linked: bool, room: bool = True) -> bool:
+    def _claim(
+        self, record: Mapping[str, Any], linked: bool, room: bool = True, requisite: bool = False
+    ) -> bool:
         """Take ``record``'s URL for this task, once: it is new here
-        (``_new_here``), its host still fetched and, for a followed link to
-        be requested (``room``), with room left."""
+        (``_new_here``), its host still fetched and, for a followed link or
+        a requisite to be requested (``room``), with room left (a requisite's
+        is its own, ``requisites.max_per_host``)."""
         host = record["host"]
         with self._lock:
-            if host in self.stopped or not self._new_here(record, linked):
+            if host in self.stopped or not self._new_here(record, linked, requisite):
                 return False
-            if linked and room:
+            if requisite and room:
+                if self.requisite_room.get(host, 0) <= 0:
+                    return False
+                self.requisite_room[host] -= 1
+            elif linked and room:
                 if self.follow_room.get(host, 0) <= 0:
                     return False
                 if self.new_hosts is not None and not self.new_hosts.take(host):
@@ -152,6 +209,8 @@ class LinkFollowing:
             redirect_hops=None,
             redirect_from=None,
             linked_from=None,
+            requisite=False,
+            requisite_step=0,
         )
         queued.update(fields)
         return queued
@@ -184,6 +243,8 @@ class LinkFollowing:
             is_sitemap=item.get("is_sitemap"),
             redirect_hops=hops + 1,
             redirect_from=item["url"],
+            requisite=item_kind(item) == "requisite",  # a moved image is still one
+            requisite_step=item.get("requisite_step"),
         )
 
     def follow_links(self, item: Mapping[str, Any], outlinks: list[Mapping[str, Any]]) -> list[Row]:
@@ -228,8 +289,48 @@ class LinkFollowing:
                 out.append(queued)
         return out
 
+    def follow_requisites(self, item: Mapping[str, Any], urls: list[str]) -> list[Row]:
+        """What a page, or a stylesheet within ``requisites.max_css_depth``
+        steps of one, needs to render, as items of their hosts: admitted
+        (whatever their extension), on the task's hosts with requisites
+        planned, new to crawldb's requisites and to this task, within their
+        host's requisite room; the row names the page (``linked_from``).
+        Some are settled without a request instead (``_settled``): denied by
+        the task's robots.txt copy, deferred with a stopped host."""
+        # a page's requisites are one step from it; a requisite generate
+        # listed (a stylesheet crawldb holds) counts as one step from its page
+        step = int(item.get("requisite_step") or (1 if item.get("requisite") else 0))
+        if step > self.cfg.requisites.max_css_depth:
+            return []
+        page = str(item.get("linked_from") or item["url"])
+        now = datetime.now(UTC)
+        depth = int(item.get("depth") or 0)
+        out: list[Row] = []
+        for url in urls:
+            if url in self.seen:
+                continue
+            record, _ = admit(
+                url, self.cfg, self.url_filter, source="requisite", depth=depth, score=0.0,
+                at=now, segment=None,
+            )  # fmt: skip
+            if record is None:
+                continue  # updatedb records why
+            self.start_host(record)
+            fields = {
+                "depth": depth, "counter_run": 0, "score": 0.0, "is_sitemap": False,
+                "linked_from": page, "requisite": True, "requisite_step": step + 1,
+            }  # fmt: skip
+            queued = self._settled(item, record, fields, requisite=True)
+            if queued is not None:
+                out.append(queued)
+        return out
+
     def _settled(
-        self, item: Mapping[str, Any], record: Mapping[str, Any], fields: Mapping[str, Any]
+        self,
+        item: Mapping[str, Any],
+        record: Mapping[str, Any],
+        fields: Mapping[str, Any],
+        requisite: bool = False,
     ) -> Row | None:
         """The followed link as an item to queue, or None: not taken (another
         task's host, known to crawldb, no room left: updatedb records it), or
@@ -245,7 +346,7 @@ class LinkFollowing:
         A link of a host whose robots.txt the task has not read yet, or
         failed to read with tries left, is queued and decided when visited
         (or deferred with the host's other URLs if it is stopped)."""
-        why = self._stopped_for(record)
+        why = self._stopped_for(record, requisite)
         if why is not None:
             queued = self._queued_item(item, record, **fields)
             self.emit(self.unfetched_row(queued, FetchOutcome.DEFERRED, error=why))
@@ -253,7 +354,7 @@ class LinkFollowing:
         rules = self.rules.get(origin_of(record["url"]))
         # (unreachable: tries are left, or it would be stopped)
         denied = rules is not None and not rules.unreachable and not rules.allowed(record["url"])
-        if not self._claim(record, linked=True, room=not denied):
+        if not self._claim(record, linked=True, room=not denied, requisite=requisite):
             return None
         queued = self._queued_item(item, record, **fields)
         if not denied:
@@ -308,6 +409,9 @@ class LinkFollowing:
             self.domains[host] = domain
             self.known[host] = set()
             self.follow_room[host] = host_room(self.cfg)
+            if self.cfg.requisites.capture:
+                self.requisites_known[host] = set()
+                self.requisite_room[host] = self.cfg.requisites.max_per_host
             new.start(host, domain)
             self.first_item[host] = first  # last: the host is the task's from here on
 

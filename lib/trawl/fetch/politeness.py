@@ -186,13 +186,17 @@ class HostScheduler(Generic[T]):
         with self._cond:
             self._hosts[name].work.appendleft(item)
 
-    def _extend(self, name: str, items: list[T]) -> None:
-        """Append work to a known host (lock held). A host with work is in
-        the heap, waits for its address or is busy; one without is none of
-        these, so it is queued here."""
+    def _extend(self, name: str, items: list[T], front: bool = False) -> None:
+        """Append work to a known host (``front``: ahead of its other work, in
+        order; lock held). A host with work is in the heap, waits for its
+        address or is busy; one without is none of these, so it is queued
+        here."""
         host = self._hosts[name]
         queued = host.busy or bool(host.work)
-        host.work.extend(items)
+        if front:
+            host.work.extendleft(reversed(items))
+        else:
+            host.work.extend(items)
         if items and not queued:
             self._push(host)
             self._cond.notify_all()
@@ -278,6 +282,7 @@ class HostScheduler(Generic[T]):
         retry_after_s: float | None = None,
         no_request: bool = False,
         more: Mapping[str, list[T]] | None = None,
+        first: Mapping[str, list[T]] | None = None,
     ) -> float:
         """Finish a visit; returns the gap now in force for the host.
 
@@ -285,11 +290,14 @@ class HostScheduler(Generic[T]):
         robots denial): the host's and address's clocks are left as they were.
         ``more``: work the visit found (a redirect target, followed links),
         host -> items, queued in the same step, so no worker sees the task
-        out of work in between and stops.
+        out of work in between and stops; ``first``: such work queued ahead
+        of the host's other work (a page's requisites, fetched close to it).
         """
         with self._cond:
             for other, items in (more or {}).items():
                 self._extend(other, items)
+            for other, items in (first or {}).items():
+                self._extend(other, items, front=True)
             host = self._hosts[name]
             ip = self._ips[host.ip]
             if no_request:

@@ -2,7 +2,8 @@
 
 A visit comes out as one row of the segment's ``fetch`` table
 (``trawl.store.schemas``). Its page fields are built here from what was fetched:
-outlinks are resolved against the page (and its ``<base href>``) and
+outlinks (and, with ``requisites.capture``, what the page or stylesheet
+needs to render) are resolved against the page (and its ``<base href>``) and
 normalised, one per target; the body gets its sha256 and the main text its
 near-duplicate fingerprints (``trawl.dedup.fingerprint``; the MinHash only when
 ``dedup.method`` is "minhash", as it costs more).
@@ -14,6 +15,7 @@ fetcher's worker threads share them, and a test calls them without a server.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -24,28 +26,40 @@ from trawl.dedup.fingerprint import page_fingerprint
 from trawl.dedup.simhash import to_signed
 from trawl.net.response import HttpResponse
 from trawl.parse.html import ParsedPage
+from trawl.parse.requisites import css_requisites
 from trawl.url.normalize import normalize
 from trawl.url.resolution import UrlError, resolve
 
 Row = dict[str, Any]
 
+# The kinds of fetch row whose URL is a crawldb URL (the others: robots, probe).
+CRAWLDB_KINDS = ("page", "requisite")
+_CSS_CHARSET = re.compile(r"""charset\s*=\s*["']?([A-Za-z0-9_.:\-]+)""", re.IGNORECASE)
+_CSS_AT_CHARSET = re.compile(rb'^@charset "([A-Za-z0-9_.:\-]+)";')
+
+
+def item_kind(item: Mapping[str, Any]) -> str:
+    """The kind of row a fetch-list item makes: a page or a page requisite."""
+    return "requisite" if item.get("requisite") else "page"
+
 
 def base_row(
     item: Mapping[str, Any], kind: str, url: str, ip: str | None, started: datetime
 ) -> Row:
+    crawled = kind in CRAWLDB_KINDS
     return {
         "kind": kind,
         "url": url,
-        "url_fp": item.get("url_fp") if kind == "page" else None,
+        "url_fp": item.get("url_fp") if crawled else None,
         "host": item.get("host"),
         "host_bucket": item.get("host_bucket"),
         "task": item.get("task"),
         "ip": ip,
         "depth": item.get("depth"),
-        "counter_run": item.get("counter_run") if kind == "page" else None,
-        "score": item.get("score") if kind == "page" else None,
-        "is_sitemap": bool(item.get("is_sitemap")) if kind == "page" else None,
-        "linked_from": item.get("linked_from") if kind == "page" else None,
+        "counter_run": item.get("counter_run") if crawled else None,
+        "score": item.get("score") if crawled else None,
+        "is_sitemap": bool(item.get("is_sitemap")) if crawled else None,
+        "linked_from": item.get("linked_from") if crawled else None,
         "fetched_at": started,
     }
 
@@ -92,13 +106,47 @@ def page_fields(url: str, page: ParsedPage, cfg: Config) -> Row:
         )
         if on
     ]
-    return {
+    fields = {
         "outlinks": list(outlinks.values()),
         "canonical": absolute(base, page.canonical, cfg),
         "robots_meta": ",".join(meta) or None,
         "title": page.title[:500] if page.title else None,
         **fingerprint_fields(page, cfg),
     }
+    if cfg.requisites.capture:
+        fields["requisites"] = resolved(url, base, page.requisites, cfg)
+    return fields
+
+
+def requisite_fields(url: str, resp: HttpResponse, cfg: Config) -> Row:
+    """A fetched requisite's own requisites: a stylesheet's ``@import`` and
+    ``url()`` references, resolved against it (CSS 3 Syntax 3.2: its charset
+    from Content-Type, then ``@charset``, else UTF-8). Nothing else is parsed."""
+    content_type = resp.header("content-type") or ""
+    if content_type.split(";")[0].strip().lower() != "text/css":
+        return {}
+    declared = _CSS_CHARSET.search(content_type) or _CSS_AT_CHARSET.match(resp.body)
+    label = declared.group(1) if declared else "utf-8"
+    name = label.decode("ascii") if isinstance(label, bytes) else label
+    try:
+        text = resp.body.decode(name, "replace")
+    except LookupError:
+        text = resp.body.decode("utf-8", "replace")
+    return {"requisites": resolved(url, url, css_requisites(text), cfg)}
+
+
+def resolved(url: str, base: str, refs: list[str], cfg: Config) -> list[str]:
+    """References resolved against ``base`` and normalised, each once, not
+    ``url`` itself, at most ``requisites.max_per_page``."""
+    out: dict[str, None] = {}
+    limit = cfg.requisites.max_per_page
+    for ref in refs:
+        if len(out) >= limit:
+            break
+        target = absolute(base, ref, cfg)
+        if target and target != url:
+            out[target] = None
+    return list(out)
 
 
 def fingerprint_fields(page: ParsedPage, cfg: Config) -> Row:

@@ -50,7 +50,13 @@ the row (``robots_decision`` or ``error``) and counted by the fetch job:
   is recorded); the host's 2xx pages, and its redirects when the probe was
   redirected, are then compared with the answer (this one, or hostdb's when
   it failed or was not needed). generate leaves room for robots.txt and the
-  probe in the host's fetch window.
+  probe in the host's fetch window;
+- page requisites (``requisites.capture``): what a fetched page (and a
+  stylesheet it uses) needs to render, on the task's hosts, is fetched right
+  after it, ahead of the host's other work, under the same robots.txt rules
+  and politeness, within ``requisites.max_per_host`` (``requisite`` rows,
+  ``linked_from`` the page); what crawldb holds waits until due, what is on
+  another task's host waits for updatedb.
 """
 
 from __future__ import annotations
@@ -70,10 +76,10 @@ from trawl.crawldb.status import FetchOutcome
 from trawl.dedup.soft404 import ProbeAnswer, from_hints, from_probe, probe_url
 from trawl.fetch.capture import task_archive
 from trawl.fetch.claims import NewHosts, NewHostScope
-from trawl.fetch.follow import LinkFollowing
+from trawl.fetch.follow import Found, LinkFollowing
 from trawl.fetch.politeness import HostScheduler
 from trawl.fetch.progress import Reporter, TaskProgress
-from trawl.fetch.row import Row, base_row
+from trawl.fetch.row import CRAWLDB_KINDS, Row, base_row, item_kind
 from trawl.fetch.rules import (
     HostVerdict,
     PolicySource,
@@ -139,6 +145,10 @@ class FetchTask(LinkFollowing):
         # crawldb's URLs of it (fingerprints), from generate
         self.follow_room: dict[str, int] = {}
         self.known: dict[str, set[int]] = {}
+        # requisites.capture: requisites each host may still have fetched, and
+        # crawldb's requisites of it (fingerprints), from generate
+        self.requisite_room: dict[str, int] = {}
+        self.requisites_known: dict[str, set[int]] = {}
         # fetch.follow_new_hosts: the hosts crawldb does not know this task may start
         self.new_hosts = new_hosts
         self.rows: list[Row] = []  # made and not yet handed out (``stream``)
@@ -166,7 +176,7 @@ class FetchTask(LinkFollowing):
     def unfetched_row(self, item: Mapping[str, Any], outcome: FetchOutcome, **fields: Any) -> Row:
         """The row of a URL decided without a response (skipped, denied, ...)."""
         row = base_row(
-            item, "page", str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
+            item, item_kind(item), str(item["url"]), self.ips.get(item["host"]), datetime.now(UTC)
         )
         row.update(outcome=outcome.value, **fields)
         return row
@@ -199,6 +209,7 @@ class FetchTask(LinkFollowing):
                 self.rules[origin_of(str(first["url"]))] = rules
             self.plan_probe(host, first, now)
             self.plan_follow(host, host_items)
+            self.plan_requisites(host, host_items)
             self.scheduler.add_host(
                 host,
                 ip,
@@ -228,14 +239,16 @@ class FetchTask(LinkFollowing):
                 self.skip(item, FetchOutcome.RETRY, f"internal: {type(exc).__name__}: {exc}")
                 self.scheduler.release(host, 0.0, failed=True)
                 continue
-            found: dict[str, list[Mapping[str, Any]]] = {}
+            found = Found()
             try:
-                found = {} if visit.no_request else self.found_work(item, visit.row)
+                if not visit.no_request:
+                    found = self.found_work(item, visit.row)
             except Exception:  # the page stays fetched; its links wait for updatedb
                 log.exception("internal error following the links of %s", item.get("url"))
             gap = self.scheduler.release(
-                host, visit.response_s, visit.failed, visit.retry_after_s, visit.no_request, found
-            )
+                host, visit.response_s, visit.failed, visit.retry_after_s, visit.no_request,
+                found.more, found.first,
+            )  # fmt: skip
             visit.row["delay_s"] = gap
             if not visit.no_request:
                 self.after_request(host, item, visit)
@@ -335,7 +348,7 @@ class FetchTask(LinkFollowing):
         origin = origin_of(str(item["url"]))
         rules = self.rules.get(origin)
         delay = rules.crawl_delay() if rules else None
-        if self.rule.over_cap(delay) and visit.row.get("kind") == "page":
+        if self.rule.over_cap(delay) and visit.row.get("kind") in CRAWLDB_KINDS:
             assert delay is not None
             # Never faster than asked: hostdb carries the full delay to the next visit.
             visit.row["delay_s"] = max(float(visit.row["delay_s"]), delay)

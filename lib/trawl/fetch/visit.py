@@ -34,7 +34,9 @@ from trawl.fetch.row import (
     absolute,
     base_row,
     fingerprint_fields,
+    item_kind,
     page_fields,
+    requisite_fields,
     response_fields,
 )
 from trawl.net.client import HttpClient
@@ -191,10 +193,14 @@ class Fetcher:
     ) -> Visit:
         """Fetch one page (``robots``: the robots decision that allowed it;
         ``not_found``: the host's answer to its soft-404 probe, which a 2xx
-        page or a redirect is compared with)."""
+        page or a redirect is compared with). A page requisite
+        (``requisites.capture``) is fetched the same way, but not parsed
+        (a stylesheet for its own requisites only) and never judged a soft
+        404 (an image is no page)."""
         url = str(item["url"])
         clock, started = _start()
-        row = base_row(item, "page", url, ip, started)
+        kind = item_kind(item)
+        row = base_row(item, kind, url, ip, started)
         row["robots_decision"] = robots
         resp = self._get(url, ip, row, (clock, started), self._conditional_headers(item))
         if resp is None:
@@ -205,7 +211,9 @@ class Fetcher:
         if outcome is FetchOutcome.SUCCESS:
             before = item.get("content_sha256")
             row["changed"] = None if not before else row["content_sha256"] != before
-            if item.get("is_sitemap"):
+            if kind == "requisite":
+                row.update(requisite_fields(url, resp, self.cfg))
+            elif item.get("is_sitemap"):
                 row.update(self._sitemap_fields(url, resp))
             else:
                 page = parse_page(
@@ -214,13 +222,15 @@ class Fetcher:
                     resp.headers,
                     self.agent,
                     max_links=self.cfg.fetch.max_outlinks_per_page,
+                    requisites=self.cfg.requisites.capture,
                 )
                 row.update(page_fields(url, page, self.cfg))
         elif outcome is FetchOutcome.NOTMODIFIED:
             row["changed"] = False  # RFC 9110 15.4.5: the stored copy is current
         elif outcome in (FetchOutcome.REDIR_PERM, FetchOutcome.REDIR_TEMP):
             row["redirect_to"] = absolute(url, resp.header("location"), self.cfg)
-        outcome = self._soft404(row, outcome, not_found, page)
+        if kind == "page":
+            outcome = self._soft404(row, outcome, not_found, page)
         # Archived once the outcome is known (the body is read in full by now):
         # a soft 404 goes with the 404s to crawldiagnostics, not with the pages.
         fields, capture = self.archive.exchange(url, resp, started, subset_for(outcome), item)

@@ -38,6 +38,7 @@ import lxml.etree
 import lxml.html
 
 from trawl.parse.maintext import BLOCK_TAGS, INVISIBLE_TAGS, main_text
+from trawl.parse.requisites import html_requisites
 
 __all__ = ["MAX_ANCHOR_CHARS", "MAX_TEXT_CHARS", "ParsedPage", "RawLink", "parse_page"]
 
@@ -121,6 +122,7 @@ class ParsedPage:
     text: str = ""
     is_html: bool = False
     main_text: str = ""
+    requisites: list[str] = field(default_factory=list)  # raw; asked for only
 
 
 @dataclass(slots=True)
@@ -148,6 +150,7 @@ def parse_page(
     *,
     max_links: int = 1000,
     max_text_chars: int = MAX_TEXT_CHARS,
+    requisites: bool = False,
 ) -> ParsedPage:
     """Parse one fetched response.
 
@@ -171,6 +174,9 @@ def parse_page(
     tel:, data:, ...) are dropped. ``rel_nofollow`` is the per-link
     ``rel="nofollow"``; the per-page one is ``meta_nofollow``. Links are
     returned even when the page says nofollow: the caller decides.
+
+    ``requisites``: also list what the page needs to render (images,
+    stylesheets, scripts, fonts, icons: ``trawl.parse.requisites``), raw.
     """
     robots = _Robots()
     for value in _header_values(headers, "x-robots-tag"):
@@ -193,6 +199,7 @@ def parse_page(
         text=text,
         is_html=True,
         main_text=main_text(root, fallback=text, limit=max_text_chars),
+        requisites=html_requisites(root) if requisites else [],
     )
 
 

@@ -82,23 +82,42 @@ def select_captures(fetch: DataFrame, crawldb: DataFrame, selection: Selection) 
     capture, from the chosen segments' fetch rows (with their ``segment``),
     and what a WACZ page list says of it: ``fetched_us`` (the capture time,
     WARC-Date, in microseconds since the epoch: no time zone on the way to
-    Python), ``content_type`` and ``title``."""
-    rows = fetch.filter((F.col("kind") == "page") & F.col("warc_file").isNotNull())
+    Python), ``content_type`` and ``title``.
+
+    Page requisites (``requisites.capture``) go with the pages: one is
+    selected by time and status as a page is, and by host and domain either
+    itself or through the page whose capture fetched it (``linked_from``),
+    so that an export of a site keeps the images it shows from elsewhere."""
+    rows = fetch.filter(F.col("kind").isin("page", "requisite") & F.col("warc_file").isNotNull())
     if selection.since:
         rows = rows.filter(F.col("fetched_at") >= F.lit(selection.since))
     if selection.until:
         rows = rows.filter(F.col("fetched_at") < F.lit(selection.until))
-    if selection.hosts:
-        rows = rows.filter(F.col("host").isin(list(selection.hosts)))
     if selection.statuses:
         rows = rows.filter(_status_filter(selection.statuses))
+    requisites = rows.filter(F.col("kind") == "requisite")
+    rows = rows.filter(F.col("kind") == "page")
+    if selection.hosts:
+        rows = rows.filter(F.col("host").isin(list(selection.hosts)))
     if selection.domains or not selection.duplicates:
         rows = rows.join(crawldb.select("url", "domain", "duplicate_of"), "url", "left")
         if selection.domains:
             rows = rows.filter(F.col("domain").isin(list(selection.domains)))
         if not selection.duplicates:
             rows = rows.filter(F.col("duplicate_of").isNull())
-    return rows.select(
+    if selection.hosts or selection.domains:
+        own = F.lit(True)
+        if selection.hosts:
+            own = own & F.col("host").isin(list(selection.hosts))
+        if selection.domains:
+            own = own & F.col("domain").isin(list(selection.domains))
+        pages = rows.select(F.col("url").alias("linked_from")).distinct()
+        requisites = requisites.join(crawldb.select("url", "domain"), "url", "left").join(
+            pages.withColumn("_page", F.lit(True)), "linked_from", "left"
+        )
+        requisites = requisites.filter(own | F.col("_page").isNotNull())
+    columns = (
         "segment", "warc_file", "warc_offset", "url", "http_status",
         F.unix_micros("fetched_at").alias("fetched_us"), "content_type", "title",
     )  # fmt: skip
+    return rows.select(*columns).unionByName(requisites.select(*columns))

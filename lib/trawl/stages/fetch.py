@@ -130,8 +130,9 @@ def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
     - ``fetch/<kind>/<outcome>``: every row;
     - ``fetch/status/<code>``: answered requests, probes left out;
     - ``robots/<decision>``: the robots.txt decision of each URL;
-    - ``fetch/followed``: URLs reached by a link within the segment
-      (``fetch.follow_depth``), whatever their outcome;
+    - ``fetch/followed``: pages reached by a link within the segment
+      (``fetch.follow_depth``), whatever their outcome (``fetch/requisite/*``
+      counts the requisites, ``requisites.capture``);
     - ``fetch/why/<outcome>/<why>``: why URLs were not fetched or failed (the
       error's kind: "policy", "address", "timeout", "time_limit", ...);
     - the soft-404 probes' and soft 404s' (``trawl.dedup.soft404.probe_counters``).
@@ -148,7 +149,7 @@ def fetch_counters(rows: DataFrame) -> tuple[list[tuple[str, int]], int]:
         F.when(probe, error).alias("probe_error"),
         F.coalesce(F.col("soft404"), F.lit(False)).alias("soft404"),
         F.coalesce(error.startswith("internal:"), F.lit(False)).alias("internal"),
-        F.col("linked_from").isNotNull().alias("linked"),
+        (F.col("linked_from").isNotNull() & (F.col("kind") == "page")).alias("linked"),
     ).count()
     counts: Counter[str] = Counter()
     probes: list[tuple[int | None, str | None, int]] = []

@@ -75,7 +75,13 @@ def select_fetchlist(
 ) -> DataFrame:
     """The segment's fetch list, without the task column (see ``assign``)."""
     chosen = choose(rank_due(crawldb, hostdb, policy, ctx, domainlinks), ctx)
-    return with_follow_quota(with_host_hints(chosen, hostdb), crawldb, ctx)
+    return with_known(with_host_hints(chosen, hostdb), crawldb, ctx)
+
+
+def with_known(chosen: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """The chosen rows with what the fetch task needs to tell new URLs from
+    crawldb's: ``with_follow_quota``'s and ``with_requisites_known``'s."""
+    return with_requisites_known(with_follow_quota(chosen, crawldb, ctx), crawldb, ctx)
 
 
 def choose(ranked: DataFrame, ctx: StageContext) -> DataFrame:
@@ -157,6 +163,7 @@ def _chosen_columns() -> list[Column | str]:
         "counter_run",
         F.col("status").alias("prev_status"),
         F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
+        F.coalesce(F.col("source") == "requisite", F.lit(False)).alias("requisite"),
         "etag",
         "last_modified",
         "content_sha256",
@@ -231,6 +238,42 @@ def with_follow_quota(chosen: DataFrame, crawldb: DataFrame, ctx: StageContext) 
     return (
         chosen.join(F.broadcast(allowed), "host", "left")
         .withColumn("follow_known", F.when(first, F.col("known")))
+        .drop("known")
+    )
+
+
+def with_requisites_known(chosen: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """``requisites_known`` for ``requisites.capture``: crawldb's requisites
+    of each host of the fetch list (fingerprints) on its first row, so that
+    the task fetches a page's requisites that crawldb holds only when they
+    are due (then they are in the fetch list). An empty list: none held; null
+    on every row of a host holding over ``FOLLOW_KNOWN_MAX``: the task leaves
+    its requisites to updatedb."""
+    if not ctx.cfg.requisites.capture:
+        return chosen.withColumn("requisites_known", F.lit(None).cast("array<bigint>"))
+    hosts = chosen.select("host", "host_bucket").distinct()
+    buckets = [r[0] for r in hosts.select("host_bucket").distinct().collect()]
+    held = (
+        crawldb.filter(F.col("host_bucket").isin(buckets) & (F.col("source") == "requisite"))
+        .select("host", "url_fp")
+        .join(F.broadcast(hosts.select("host")), "host", "left_semi")
+        .groupBy("host")
+        .agg(F.collect_list("url_fp").alias("held"), F.count("*").alias("n"))
+    )
+    known = (
+        hosts.select("host")
+        .join(held, "host", "left")
+        .select(
+            "host",
+            F.when(F.col("n") > FOLLOW_KNOWN_MAX, F.lit(None).cast("array<bigint>"))
+            .otherwise(F.coalesce(F.col("held"), F.array().cast("array<bigint>")))
+            .alias("known"),
+        )
+    )
+    first = F.row_number().over(Window.partitionBy("host").orderBy("url_fp")) == 1
+    return (
+        chosen.join(F.broadcast(known), "host", "left")
+        .withColumn("requisites_known", F.when(first, F.col("known")))
         .drop("known")
     )
 
@@ -350,8 +393,7 @@ def generate(
         empty = spark.createDataFrame([], FETCHLIST_SCHEMA)
         return Generated(empty, spark.createDataFrame([], DEFERRED_COLUMNS), [])
     ranked = materialize(rank_due(crawldb, hostdb, policy, ctx, domainlinks))
-    chosen = with_follow_quota(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx)
-    chosen = materialize(chosen)
+    chosen = materialize(with_known(with_host_hints(choose(ranked, ctx), hostdb), crawldb, ctx))
     deferred = materialize(over_budget(ranked, ctx))
     starved = starved_seed_domains(ranked, crawldb)
     return Generated(assign(chosen, ctx), deferred, [ranked, chosen, deferred], starved)

@@ -32,7 +32,7 @@ from trawl.stages.traps import bad_patterns
 # columns, the ranking keys and the caps (``rank_due``).
 RANKED_COLUMNS = (
     "url", "url_fp", "host", "host_bucket", "domain", "host_ip", "group", "gap", "first",
-    "score", "depth", "counter_run", "status", "is_sitemap", "etag", "last_modified",
+    "score", "depth", "counter_run", "status", "source", "is_sitemap", "etag", "last_modified",
     "content_sha256", "stored_capture", "deferrals", "priority", "overdue", "host_cap",
     "static_domain_cap", "budget", "trusted", "budget_group", "budget_cap", "policy_domain_cap",
 )  # fmt: skip
@@ -71,6 +71,8 @@ def due_urls(crawldb: DataFrame, ctx: StageContext) -> DataFrame:
     if ctx.released_segments:  # locked by a segment whose folder was deleted
         unlocked = unlocked | F.col("generated_segment").isin(list(ctx.released_segments))
     due = F.col("next_fetch_at").isNull() | (F.col("next_fetch_at") <= at)
+    if not ctx.cfg.requisites.capture:  # requisites an archive crawl left wait for one
+        due = due & F.coalesce(F.col("source") != "requisite", F.lit(True))
     return crawldb.filter(unlocked & due)
 
 

@@ -2,7 +2,8 @@
 
 - Fetched URLs: their crawldb rows joined with the fetch rows and passed
   through ``trawl.crawldb.transitions.apply_fetch`` (the one transition table).
-- New URLs: followable outlinks and redirect targets, admitted (normalised,
+- New URLs: followable outlinks, redirect targets and page requisites
+  (``requisites.capture``: source "requisite"), admitted (normalised,
   filtered), each URL once, found new by a batch anti-join against crawldb
   restricted to the host buckets they fall in (IRLbot's DRUM check, done by
   Spark's join instead of a disk bucket sort), then capped per host and per
@@ -33,6 +34,7 @@ from trawl.crawldb.admission import admit, url_filter
 from trawl.crawldb.budgets import path_pattern
 from trawl.crawldb.hoststate import merge_host
 from trawl.crawldb.transitions import FETCH_FIELDS, apply_fetch
+from trawl.fetch.row import CRAWLDB_KINDS
 from trawl.stages.common import (
     StageContext,
     map_records,
@@ -134,12 +136,13 @@ def discovered_links(fetch: DataFrame) -> DataFrame:
             F.col("l.lastmod").alias("lastmod"),
         )
     )
+    requisite = F.col("kind") == "requisite"
     redirects = fetch.filter(F.col("redirect_to").isNotNull()).select(
         F.col("redirect_to").alias("url"),
         F.col("depth"),
         F.coalesce(F.col("counter_run"), F.lit(0)).alias("counter_run"),
         F.coalesce(F.col("score"), F.lit(1.0)).alias("score"),
-        F.lit("redirect").alias("source"),
+        F.when(requisite, "requisite").otherwise("redirect").alias("source"),
         F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
         F.lit(None).cast("timestamp").alias("lastmod"),
     )
@@ -150,13 +153,29 @@ def discovered_links(fetch: DataFrame) -> DataFrame:
         "depth",
         F.coalesce(F.col("counter_run"), F.lit(0)).alias("counter_run"),
         F.lit(0.0).alias("score"),  # the linking page's share stands
-        F.lit("outlink").alias("source"),
+        F.when(requisite, "requisite").otherwise("outlink").alias("source"),
         F.coalesce(F.col("is_sitemap"), F.lit(False)).alias("is_sitemap"),
         F.lit(None).cast("timestamp").alias("lastmod"),
     )
+    # What pages and stylesheets need to render (requisites.capture): part
+    # of the page, at its depth, with no share of its score.
+    requisites = fetch.filter(
+        (F.col("outcome") == "success") & (F.size(F.coalesce("requisites", F.array())) > 0)
+    ).select(
+        F.explode("requisites").alias("url"),
+        F.coalesce(F.col("depth"), F.lit(0)).alias("depth"),
+        F.lit(0).alias("counter_run"),
+        F.lit(0.0).alias("score"),
+        F.lit("requisite").alias("source"),
+        F.lit(False).alias("is_sitemap"),
+        F.lit(None).cast("timestamp").alias("lastmod"),
+    )
+    # A URL found more than one way keeps the first source by name: a link
+    # (outlink) makes it a page, as a redirect to it does.
     return (
         links.unionByName(redirects)
         .unionByName(followed)
+        .unionByName(requisites)
         .groupBy("url")
         .agg(
             F.min("depth").alias("depth"),
@@ -292,8 +311,10 @@ def updatedb(
     outputs are frames the runner computes as it writes them."""
     fetch = materialize(fetch)
     pages = fetch.filter(F.col("kind") == "page")
-    report = UpdateReport(fetched_rows=pages.count())
-    page_buckets = {r[0] for r in pages.select("host_bucket").distinct().collect()}
+    # the rows of crawldb URLs: pages, and requisites (requisites.capture)
+    fetched = fetch.filter(F.col("kind").isin(*CRAWLDB_KINDS))
+    report = UpdateReport(fetched_rows=fetched.count())
+    page_buckets = {r[0] for r in fetched.select("host_bucket").distinct().collect()}
     in_pages = crawldb.filter(f"host_bucket IN {sql_in(page_buckets)}")
     sources = link_sources(fetch, in_pages)
     learned, new_params = session_params(pages, in_pages, hostparams, ctx)
@@ -309,7 +330,7 @@ def updatedb(
         decide_new_urls(
             looked_up.filter(F.col("_seen_in").isNull()).drop("_seen_in"),
             looked_up.filter(F.col("_seen_in") == ctx.segment).drop("_seen_in"),
-            pages,
+            fetched,
             ctx,
             bad_patterns(touched, ctx),
             touched,
@@ -328,11 +349,11 @@ def updatedb(
     # The segment touches a small share of crawldb's rows: those are picked
     # out by broadcast keys before the wide joins, which then shuffle only
     # them rather than every row of the touched buckets.
-    known = touched.join(F.broadcast(pages.select(*KEY)), KEY, "left_semi")
+    known = touched.join(F.broadcast(fetched.select(*KEY)), KEY, "left_semi")
     changes = materialize(
-        updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), pages, ctx)
-        .unionByName(new.join(pages.select(*KEY), KEY, "left_anti"))
-        .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, pages))
+        updated_rows(known.withColumn("_op", F.lit("update")).unionByName(new), fetched, ctx)
+        .unionByName(new.join(fetched.select(*KEY), KEY, "left_anti"))
+        .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, fetched))
     )
     report.new_urls = changes.filter("_op = 'insert'").count()
     return Updated(

@@ -59,7 +59,7 @@ CRAWLDB_SCHEMA = _schema(
     ("domain", StringType()),
     ("ip", StringType()),
     ("status", StringType()),
-    ("source", StringType()),  # seed | outlink | redirect | sitemap
+    ("source", StringType()),  # seed | outlink | redirect | sitemap | requisite
     ("reason", StringType()),  # why it was injected (seed files may say)
     ("depth", IntegerType()),
     ("score", DoubleType()),
@@ -185,6 +185,12 @@ FETCHLIST_SCHEMA = _schema(
     # again by a followed link. Null when following is off.
     ("follow_quota", IntegerType()),
     ("follow_known", ArrayType(LongType())),
+    # requisites.capture: the URL is a page requisite (crawldb's source), fetched
+    # as one; crawldb's requisites of the host (fingerprints), on one row of
+    # it, so that a page's requisites crawldb holds are not fetched again
+    # before they are due (null: unknown, the task leaves them to updatedb).
+    ("requisite", BooleanType()),
+    ("requisites_known", ArrayType(LongType())),
 )
 
 OUTLINK_TYPE = StructType(
@@ -198,8 +204,10 @@ OUTLINK_TYPE = StructType(
 )
 
 FETCH_SCHEMA = _schema(
-    # page (any crawldb URL, sitemaps too) | robots | probe (the soft-404 probe
-    # of a path that cannot exist: never a crawldb URL, its links not followed)
+    # page (any crawldb URL, sitemaps too) | requisite (what a page needs to
+    # render, requisites.capture: a crawldb URL, its links not followed) |
+    # robots | probe (the soft-404 probe of a path that cannot exist: never a
+    # crawldb URL, its links not followed)
     ("kind", StringType()),
     ("url", StringType()),
     ("url_fp", LongType()),
@@ -243,6 +251,9 @@ FETCH_SCHEMA = _schema(
     ("robots_meta", StringType()),  # e.g. "noindex,nofollow"
     ("title", StringType()),
     ("outlinks", ArrayType(OUTLINK_TYPE)),
+    # What the page (or stylesheet) needs to render, resolved and normalised,
+    # with requisites.capture only (trawl.parse.requisites).
+    ("requisites", ArrayType(StringType())),
     ("robots_decision", StringType()),  # allowed | denied | unreachable ...
     ("robots_body", StringType()),  # kind=robots rows only
     ("crawl_delay_s", DoubleType()),
@@ -277,7 +288,7 @@ REJECTED_SCHEMA = _schema(
     ("url", StringType()),  # normalised if it got that far, else as linked
     ("host", StringType()),  # null when the URL has none
     ("reason", StringType()),  # normalize/... | filter/... | cap/...
-    ("source", StringType()),  # outlink | sitemap | redirect
+    ("source", StringType()),  # outlink | sitemap | redirect | requisite
 )
 
 # The domain link graph (registered domain -> registered domain, distinct

@@ -2,7 +2,9 @@
 
 ``WebModel.generate(seed)`` draws hosts, pages, links, robots rules,
 sitemaps, how often each page changes and, on request (``dup_families``),
-near-duplicate families of articles with their ground truth;
+near-duplicate families of articles with their ground truth and
+(``requisites``) the stylesheets, images, script and font pages need to
+render, with theirs (``trawl.testweb.requisites``);
 ``TestWeb(model, out_dir)`` serves them from one process on 127.0.1.x, as of
 a logical time (``set_time``), and logs every request (with ``hostile=True``,
 ``traps=True`` and ``estate=n`` also the hostile hosts of
@@ -18,6 +20,7 @@ from trawl.testweb.audit import PolitenessReport, politeness_audit, robots_audit
 from trawl.testweb.changes import EPOCH, ChangeRates
 from trawl.testweb.model import WebModel
 from trawl.testweb.records import Article, HostInfo, Link, Page, RobotsGroup, SitemapSet
+from trawl.testweb.requisites import Requisite
 from trawl.testweb.runner import run
 from trawl.testweb.server import TestWeb
 
@@ -29,6 +32,7 @@ __all__ = [
     "Link",
     "Page",
     "PolitenessReport",
+    "Requisite",
     "RobotsGroup",
     "SitemapSet",
     "TestWeb",

@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="also serve the crawler traps of trawl.testweb.traps (entrances added to the seeds)",
     )
+    parser.add_argument(
+        "--requisites",
+        action="store_true",
+        help="pages need stylesheets, images, a script and a font (trawl.testweb.requisites)",
+    )
     args = parser.parse_args(argv)
     run(
         args.seed,
@@ -54,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         at=args.at,
         dup_families=args.dup_families,
         traps=args.traps,
+        requisites=args.requisites,
     )
 
 

@@ -41,9 +41,13 @@ crawler follows robots.txt ``Sitemap:`` lines, so they would change what
 those crawls fetch -- and the other pinned webs (seed 3 with 4 hosts, 5 with
 6, 44 with 20) list no hidden page: their pages are those drawn before.
 
-Last come the near-duplicate families (``trawl.testweb.dups``), off unless
+Then come the near-duplicate families (``trawl.testweb.dups``), off unless
 asked for: their own stream adds article pages to some hosts and links to
-them from ordinary pages, after everything above is drawn.
+them from ordinary pages, after everything above is drawn. Last, and off
+unless asked for too, the page requisites (``trawl.testweb.requisites``):
+their streams say which images each ordinary page shows; they add no page
+and no link, and change robots.txt only on hosts closing /static/private/,
+a prefix no page has.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from dataclasses import dataclass, replace
 from trawl.testweb.changes import DEFAULT_RATES, ChangeRates, draw_rate
 from trawl.testweb.dups import add_families
 from trawl.testweb.records import HostInfo, Link, Page, RobotsGroup, SitemapSet, Throttle
+from trawl.testweb.requisites import add_requisites
 
 DIRS = ("p", "x", "a/b", "docs", "news/2024")
 STAR_RULES = ("/private/", "/cgi-bin/")
@@ -339,13 +344,15 @@ def generate_hosts(
     sitemaps: float = SITEMAP_SHARE,
     change_rates: ChangeRates | None = DEFAULT_RATES,
     dup_families: int = 0,
+    requisites: bool = False,
 ) -> tuple[HostInfo, ...]:
     """Draw the whole web; see the module docstring for its shape.
 
     ``sitemaps`` is the share of hosts with a 200 robots.txt that publish
     sitemaps; ``change_rates`` the distribution of page change rates (None:
     no page ever changes); ``dup_families`` the number of near-duplicate
-    families (``trawl.testweb.dups``).
+    families (``trawl.testweb.dups``); ``requisites`` whether pages need
+    stylesheets, images, a script and a font (``trawl.testweb.requisites``).
     """
     if hosts < 1 or ips < 1 or not 2 <= pages_per_host[0] <= pages_per_host[1]:
         raise ValueError("need hosts >= 1, ips >= 1 and 2 <= min pages <= max pages")
@@ -364,4 +371,5 @@ def generate_hosts(
     finished = [_add_sitemaps(seed, _finish(rng, d), sitemaps) for d in drafts]
     if change_rates is not None:
         finished = [_add_change_rates(seed, h, change_rates) for h in finished]
-    return add_families(seed, tuple(finished), dup_families)
+    with_families = add_families(seed, tuple(finished), dup_families)
+    return add_requisites(seed, with_families, requisites)

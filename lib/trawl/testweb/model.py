@@ -16,6 +16,11 @@ the web also publishes near-duplicate families (``trawl.testweb.dups``), and
 the model answers which URLs are one article, which are byte-identical and
 which merely look alike, so a deduplication can be scored, and of what kind
 each true pair and each near-miss is, so the score can be split by kind.
+With ``requisites`` pages need stylesheets, images, a script and a font
+(``trawl.testweb.requisites``), and the model says what each page needs,
+whether robots.txt lets the agent fetch it and which files are one file's
+bytes, so an archiving crawl can be checked for capturing each requisite
+once and fetching none that robots.txt forbids.
 Two pieces of live state ride along outside equality: the ``RateLimiter``
 the server consults for throttled hosts, and the ``ChangeHistory`` of
 change instants drawn so far (a cache: the instants follow from the seed).
@@ -23,9 +28,10 @@ change instants drawn so far (a cache: the instants follow from the seed).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections import defaultdict, deque
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -47,6 +53,8 @@ from trawl.testweb.generate import (
 )
 from trawl.testweb.limiter import RateLimiter
 from trawl.testweb.records import ARTICLE_ROLES, Article, HostInfo, Page
+from trawl.testweb.requisite_files import requisite_file
+from trawl.testweb.requisites import Requisite, requisite_closure, serves
 
 DEFAULT_AGENT = "trawl"
 #: Kinds of true duplicate pairs, by what sets the two pages apart, in order
@@ -113,6 +121,7 @@ class WebModel:
         sitemaps: float = SITEMAP_SHARE,
         change_rates: ChangeRates | None = DEFAULT_RATES,
         dup_families: int = 0,
+        requisites: bool = False,
     ) -> WebModel:
         """Build the web for ``seed``; identical arguments give an identical model.
 
@@ -125,10 +134,21 @@ class WebModel:
         sitemaps list). ``dup_families`` adds that many near-duplicate
         families with their near-misses (``trawl.testweb.dups``); 0 leaves
         the web as it was, more only adds article pages and links to them.
+        ``requisites`` gives ordinary pages what a browser loads to show them
+        (``trawl.testweb.requisites``); off, the web is what it was.
         """
         extras = Extras(throttled, crawl_delays)
         drawn = generate_hosts(
-            seed, hosts, ips, pages_per_host, agent, extras, sitemaps, change_rates, dup_families
+            seed,
+            hosts,
+            ips,
+            pages_per_host,
+            agent,
+            extras,
+            sitemaps,
+            change_rates,
+            dup_families,
+            requisites,
         )
         return cls(seed, agent, drawn)
 
@@ -186,6 +206,8 @@ class WebModel:
         if path == "/robots.txt":
             return info.robots_status
         if info.sitemaps is not None and path in info.sitemaps.files:
+            return 200
+        if serves(info, path):
             return 200
         page = info.page(path)
         return 404 if page is None else page.status
@@ -388,3 +410,65 @@ class WebModel:
             for (a, role_a), (b, role_b) in itertools.combinations(members, 2):
                 kinds[(min(a, b), max(a, b))] = pair_kind(role_a, role_b)
         return kinds
+
+    # -- page requisites ---------------------------------------------------
+
+    @property
+    def cdn_host(self) -> str | None:
+        """The host whose ``/shared/banner.png`` other hosts' pages show (None:
+        no requisites, or a one-host web)."""
+        return next((h.name for h in self.hosts if h.requisites and h.requisites.is_cdn), None)
+
+    def requisites_of(self, url: str, port: int, agent: str | None = None) -> list[Requisite]:
+        """What the page (or stylesheet) at ``url`` needs to render, each URL once.
+
+        The page's own references in document order, then, breadth first,
+        what they reference in turn (the stylesheets' ``@import`` and
+        ``url()``), each with the URL that referenced it first and whether
+        robots.txt lets ``agent`` (default: the model's) fetch it. Empty for
+        anything but an ordinary 200 page or a stylesheet of a web with requisites.
+        """
+        parts = urlsplit(url)
+        info = self.host(parts.hostname or "")
+        if info is None:
+            return []
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return [
+            Requisite(
+                make_url(ref.host, ref.path, port),
+                ref.kind,
+                not self.is_disallowed(ref.host, ref.path, agent),
+                make_url(*referrer, port),
+            )
+            for ref, referrer in requisite_closure(self.host, info.name, path)
+        ]
+
+    def all_requisites(
+        self, port: int, pages: Collection[tuple[str, str]] | None = None, agent: str | None = None
+    ) -> list[Requisite]:
+        """Every requisite of the web's pages, each URL once (as first met, in model order).
+
+        ``pages`` limits it to those of the given (host, path) pages -- pass
+        ``reachable(seeds)`` for what a crawl from ``seeds`` meets; without
+        it, every ordinary page counts, whether a crawler may fetch it or not.
+        """
+        found: dict[str, Requisite] = {}
+        for host in self.hosts:
+            for page in host.pages:
+                if pages is None or (host.name, page.path) in pages:
+                    url = make_url(host.name, page.path, port)
+                    for requisite in self.requisites_of(url, port, agent):
+                        found.setdefault(requisite.url, requisite)
+        return list(found.values())
+
+    def identical_requisites(self, port: int) -> list[list[str]]:
+        """Groups of requisite URLs serving byte-identical bodies (each logo and
+        its copy), in model order; read off the bodies themselves."""
+        groups: dict[bytes, list[str]] = defaultdict(list)
+        for requisite in self.all_requisites(port):
+            parts = urlsplit(requisite.url)
+            info = self.host(parts.hostname or "")
+            served = None if info is None else requisite_file(info, parts.path)
+            if served is not None:
+                groups[hashlib.sha256(served.body).digest()].append(requisite.url)
+        return [urls for urls in groups.values() if len(urls) > 1]

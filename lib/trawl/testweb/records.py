@@ -12,7 +12,10 @@ follow from it and the seed (``trawl.testweb.changes``). A ``SitemapSet`` says
 which sitemap files a host publishes; their entries follow from its pages. An
 ``Article`` marks a page of a near-duplicate family (``trawl.testweb.dups``)
 and says how it is dressed; the model's duplicate ground truth is read off
-these records, so it cannot drift from what is served.
+these records, so it cannot drift from what is served. ``SiteRequisites``
+says, for a web with page requisites (``trawl.testweb.requisites``), which
+of a host's pages show which images; the requisites' ground truth is read
+off it the same way.
 """
 
 from __future__ import annotations
@@ -183,6 +186,27 @@ class SitemapSet:
 
 
 @dataclass(frozen=True)
+class SiteRequisites:
+    """What a host's ordinary pages need to render (``trawl.testweb.requisites``).
+
+    Every ordinary page links the host's stylesheet, favicon and script and
+    shows its logo. ``photos`` are the numbers (indexes in ``HostInfo.pages``)
+    of the pages that also show a photo of their own, in 1x and 2x;
+    ``banners`` the paths of the pages that show the banner of the host
+    ``cdn``; ``logo_copy`` puts the logo's bytes under a second URL on every
+    page, ``private`` an image robots.txt disallows. ``is_cdn`` marks the
+    host that serves the banner.
+    """
+
+    photos: tuple[int, ...] = ()
+    banners: tuple[str, ...] = ()
+    cdn: str = ""
+    logo_copy: bool = False
+    private: bool = False
+    is_cdn: bool = False
+
+
+@dataclass(frozen=True)
 class HostInfo:
     """A virtual host: its pinned IP, robots behaviour, speed and pages.
 
@@ -191,7 +215,9 @@ class HostInfo:
     ``slow`` is the delay in seconds before every response (0.0 for most
     hosts); ``popularity`` the weight other hosts used to pick it as a target;
     ``throttle`` how it pushes back on a fast crawler (None for most hosts);
-    ``sitemaps`` the sitemap files it publishes (None for most hosts).
+    ``sitemaps`` the sitemap files it publishes (None for most hosts);
+    ``requisites`` what its pages need to render (None: a web without
+    requisites, whose pages are bare HTML).
     """
 
     name: str
@@ -205,10 +231,15 @@ class HostInfo:
     popularity: float
     throttle: Throttle | None = None
     sitemaps: SitemapSet | None = None
+    requisites: SiteRequisites | None = None
 
     @cached_property
     def _by_path(self) -> dict[str, Page]:
         return {page.path: page for page in self.pages}
+
+    @cached_property
+    def _numbers(self) -> dict[str, int]:
+        return {page.path: n for n, page in enumerate(self.pages)}
 
     @cached_property
     def open_paths(self) -> tuple[str, ...]:
@@ -229,6 +260,10 @@ class HostInfo:
     def page(self, path: str) -> Page | None:
         """The page at ``path`` (exact match, query included), or None."""
         return self._by_path.get(path)
+
+    def page_number(self, path: str) -> int:
+        """The index in ``pages`` of the page at ``path``; KeyError if there is none."""
+        return self._numbers[path]
 
     def group_for(self, agent: str) -> RobotsGroup | None:
         """RFC 9309 group selection: the agent's own group, else ``*``, else none."""

@@ -16,6 +16,13 @@ text gaining a "revision N" paragraph drawn from (page, N) while its links
 stay put, and sitemaps list the lastmods of then. Pages and sitemaps carry
 validators, and a conditional request that matches them is answered 304
 (``trawl.testweb.validators``).
+
+In a web with page requisites (``trawl.testweb.requisites``) an ordinary
+page gains their elements -- the stylesheet, favicon and script at the end
+of its head, its images after its heading, spelled root-relative but the
+CDN's banner -- and nothing else changes in it; the requisites themselves
+(``trawl.testweb.requisite_files``) are served timeless, Last-Modified the
+epoch, with validators like pages.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ from trawl.testweb.changes import CHANGES_LABEL, EPOCH
 from trawl.testweb.generate import VOCAB
 from trawl.testweb.model import WebModel, make_url
 from trawl.testweb.records import HostInfo, Link, Page
+from trawl.testweb.requisite_files import requisite_file
+from trawl.testweb.requisites import Element, page_elements
 from trawl.testweb.sitemap_files import sitemap_file
 from trawl.testweb.templates import article_html
 from trawl.testweb.validators import http_date, not_modified, strong_etag
@@ -100,12 +109,40 @@ def revision_text(seed: int, host: str, path: str, version: int) -> str:
     return f"revision {version}: {words}"
 
 
+def element_html(element: Element, host: HostInfo, port: int) -> str:
+    """One element loading requisites, its URLs root-relative on ``host`` and absolute elsewhere."""
+    srcs = [
+        html.escape(path if element.host == host.name else make_url(element.host, path, port))
+        for path in element.paths
+    ]
+    if element.kind == "stylesheet":
+        return f'<link rel="stylesheet" href="{srcs[0]}">'
+    if element.kind == "icon":
+        return f'<link rel="icon" href="{srcs[0]}">'
+    if element.kind == "script":
+        return f'<script src="{srcs[0]}"></script>'
+    srcset = f' srcset="{srcs[0]} 1x, {srcs[1]} 2x"' if len(srcs) == 2 else ""
+    return f'<img{srcset} src="{srcs[0]}" alt="{html.escape(element.alt)}">'
+
+
+def requisite_html(host: HostInfo, page: Page, port: int) -> tuple[str, str]:
+    """The page's requisite elements: (for the end of the head, a paragraph of
+    images for the body); ("", "") for a page without requisites."""
+    elements = page_elements(host, page)
+    if not elements:
+        return "", ""
+    head = "".join(element_html(e, host, port) for e in elements if e.kind != "image")
+    images = " ".join(element_html(e, host, port) for e in elements if e.kind == "image")
+    return head, f"<p class='images'>{images}</p>\n"
+
+
 def page_html(host: HostInfo, page: Page, port: int, revision: str = "") -> str:
     """A small, valid HTML document with a title, some words and the page's links.
 
     ``revision`` (empty for version 0) is a paragraph after the words. A
     page of a near-duplicate family is dressed in its site template instead
-    (``trawl.testweb.templates``).
+    (``trawl.testweb.templates``). In a web with requisites the head ends in
+    their links and script, and the images follow the heading.
     """
     if page.article is not None:
         hrefs = [href(link, page, port) for link in page.links]
@@ -115,6 +152,8 @@ def page_html(host: HostInfo, page: Page, port: int, revision: str = "") -> str:
     if page.base is not None:
         base = make_url(host.name, page.base, port) if page.base_absolute else page.base
         head.append(f'<base href="{esc(base)}">')
+    requisite_head, images = requisite_html(host, page, port)
+    head.append(requisite_head)
     items = []
     for n, link in enumerate(page.links):
         rel = ' rel="nofollow"' if link.nofollow else ""
@@ -122,7 +161,7 @@ def page_html(host: HostInfo, page: Page, port: int, revision: str = "") -> str:
     return (
         "<!DOCTYPE html>\n<html lang='en'><head>"
         + "".join(head)
-        + f"</head>\n<body><h1>{esc(page.title)}</h1>\n<p>{esc(page.text)}</p>\n"
+        + f"</head>\n<body><h1>{esc(page.title)}</h1>\n{images}<p>{esc(page.text)}</p>\n"
         + (f"<p class='revision'>{esc(revision)}</p>\n" if revision else "")
         + "<ul>\n"
         + "\n".join(items)
@@ -153,7 +192,7 @@ def respond(
     throttled host pushing back gets its throttle's status and Retry-After.
     ``now`` (wall clock, for throttles) defaults to ``time.time()``; ``at``
     (logical time, for content) to the epoch. A page or sitemap whose
-    validators match ``conditions`` is answered 304.
+    validators match ``conditions`` is answered 304, and so is a requisite.
     """
     host = model.host(host_name)
     if host is None:
@@ -177,6 +216,12 @@ def respond(
     if sitemap is not None:
         found = Response(200, (("Content-Type", sitemap.content_type),), sitemap.body, host.slow)
         return _validated(found, sitemap.last_modified, conditions)
+    requisite = requisite_file(host, path)
+    if requisite is not None:
+        found = Response(
+            200, (("Content-Type", requisite.content_type),), requisite.body, host.slow
+        )
+        return _validated(found, EPOCH, conditions)  # requisites never change
     page = host.page(path)
     if page is None or page.status in (404, 410):
         return _error(404 if page is None else page.status, "not found", host.slow)

@@ -37,6 +37,7 @@ def run(
     at: datetime = EPOCH,
     dup_families: int = 0,
     traps: bool = False,
+    requisites: bool = False,
 ) -> None:
     """Generate the web for ``seed``, serve it on ``port`` (0: any) until signalled.
 
@@ -45,10 +46,16 @@ def run(
     the logical time the web answers as of; ``dup_families`` the number of
     near-duplicate families the web publishes (``trawl.testweb.dups``);
     ``traps`` serves the crawler traps of ``trawl.testweb.traps`` as well,
-    their entrances last in the seeds file.
+    their entrances last in the seeds file; ``requisites`` gives pages
+    stylesheets, images, a script and a font (``trawl.testweb.requisites``).
     """
     model = WebModel.generate(
-        seed, hosts=hosts, ips=min(ips, hosts), agent=agent, dup_families=dup_families
+        seed,
+        hosts=hosts,
+        ips=min(ips, hosts),
+        agent=agent,
+        dup_families=dup_families,
+        requisites=requisites,
     )
     stop = stop or threading.Event()
     previous = _install_handlers(stop)
@@ -59,7 +66,8 @@ def run(
                 f"testweb seed={seed}: {len(model.hosts)} hosts, {model.page_count} pages"
                 f" on {len(model.ips)} IPs, port {web.port}, as of {web.time.isoformat()}"
                 + (f", {dup_families} near-duplicate families" if dup_families else "")
-                + (f", {len(TRAP_HOSTS)} crawler traps" if traps else ""),
+                + (f", {len(TRAP_HOSTS)} crawler traps" if traps else "")
+                + (f", page requisites (CDN {model.cdn_host})" if requisites else ""),
                 f"hosts file: {web.hosts_file}",
                 f"seeds file: {web.seeds_file}",
                 f"access log: {web.access_log}",

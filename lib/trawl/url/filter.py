@@ -70,14 +70,15 @@ class UrlFilter:
             e.lower().lstrip(".") for e in skip_extensions if e.strip(".")
         )
 
-    def reject_reason(self, url: str, sitemap: bool = False) -> str | None:
+    def reject_reason(self, url: str, any_extension: bool = False) -> str | None:
         """Return None if ``url`` passes, else the name of the first rule it fails.
 
         Rules in order: ``scheme``, ``too_long``, ``extension``, ``path_depth``,
         ``repeated_segments``, ``too_many_params`` (more query parameters than
-        ``max_query_params``: faceted search combining every filter). A sitemap
-        (``sitemap=True``) is not judged by its extension: sitemaps are .xml,
-        .xml.gz or .txt files by nature.
+        ``max_query_params``: faceted search combining every filter). With
+        ``any_extension`` the URL is not judged by its extension: a sitemap
+        (.xml, .xml.gz or .txt by nature), a page requisite (an image, a
+        stylesheet, a script: what the skip list is made of).
         """
         m = _SCHEME_RE.match(url)
         if m is None or m.group(1).lower() not in self.allowed_schemes:
@@ -86,7 +87,10 @@ class UrlFilter:
             return "too_long"
         path_match = _PATH_RE.match(url)
         path = path_match.group(1) if path_match else ""
-        if not sitemap and self._extension(path[path.rfind("/") + 1 :]) in self.skip_extensions:
+        if (
+            not any_extension
+            and self._extension(path[path.rfind("/") + 1 :]) in self.skip_extensions
+        ):
             return "extension"
         segments = [s for s in path.split("/") if s]
         if len(segments) > self.max_path_depth:

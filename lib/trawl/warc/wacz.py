@@ -9,9 +9,12 @@ an export (``trawl.warc.lookup``) and their sorted index
 * ``archive/<name>.warc.gz``: the WARC files, ZIP ``STORE``d ("already
   compressed files MUST NOT be compressed again", section "Zip
   Compression"), so a reader can range-request one gzip member.
-* ``indexes/index.cdxj``: the CDXJ index, as is ("Index files MUST contain
+* ``indexes/index.cdx``: the CDXJ index, as is ("Index files MUST contain
   CDXJ data and MAY be gzip compressed"); its ``filename`` fields are the
-  WARC base names, as the archive folder holds them.
+  WARC base names, as the archive folder holds them. Named ``.cdx`` as
+  py-wacz names its (``index.cdx.gz``): pywb 2.10's ``--unpack-wacz`` reads
+  an index by that ending only, and ignores a package whose index ends
+  ``.cdxj`` (ReplayWeb.page takes either).
 * ``pages/pages.jsonl``: a ``json-pages-1.0`` header line, then one object
   per captured HTML page with the required ``url`` and ``ts`` (RFC 3339:
   the capture's WARC-Date) and ``title`` where the fetch read one
@@ -64,7 +67,7 @@ WACZ_VERSION = "1.1.1"
 HASH = "sha256"  # the hash of every resource and of the manifest (py-wacz's default)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
-ARCHIVE, INDEX, PAGES = "archive", "indexes/index.cdxj", "pages/pages.jsonl"
+ARCHIVE, INDEX, PAGES = "archive", "indexes/index.cdx", "pages/pages.jsonl"
 MANIFEST, DIGEST = "datapackage.json", "datapackage-digest.json"
 _CHUNK = 1 << 20
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP entry can hold
