@@ -4,8 +4,12 @@ The demo starts the test web on loopback, points the crawler at it (its
 hosts file as ``dns.hosts_file``, loopback allowed through the SSRF guard),
 injects its seed pages and runs several cycles in one Spark session, then
 prints what happened: pages by status, hosts, new URLs per cycle, the
-politeness audit computed from the test web's own access log, and how to
-query the tables with ``trawl sql``.
+politeness audit computed from the test web's own access log, a check of
+every WARC record, a WACZ export of the crawl checked by py-wacz's
+validator, and how to query the tables with ``trawl sql``. With
+``--archive`` the web's pages need images, stylesheets, a font and a
+script, and the crawl captures them (``requisites.capture``), so the WACZ
+replays as the pages looked.
 """
 
 from __future__ import annotations
@@ -28,23 +32,35 @@ DEMO_HOSTS = 60
 
 
 def serve_testweb(
-    cfg: Config, out: Path, at: datetime | None = None, *, traps: bool = False
+    cfg: Config,
+    out: Path,
+    at: datetime | None = None,
+    *,
+    traps: bool = False,
+    requisites: bool = False,
 ) -> int:
     """Serve the test web until interrupted, as of logical time ``at``
-    (default: the test web's epoch), with the crawler traps if ``traps``."""
+    (default: the test web's epoch), with the crawler traps if ``traps``,
+    pages that need images, stylesheets and scripts if ``requisites``."""
     from trawl.testweb import run
     from trawl.testweb.changes import EPOCH
 
     t = cfg.testweb
     run(t.seed, t.hosts, t.port, out, ips=t.ips, agent=cfg.http.agent_name, n_seeds=DEMO_SEEDS,
-        at=at or EPOCH, dup_families=t.dup_families, traps=traps)  # fmt: skip
+        at=at or EPOCH, dup_families=t.dup_families, traps=traps,
+        requisites=requisites)  # fmt: skip
     return 0
 
 
-def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Config:
+def crawl_config(
+    cfg: Config, hosts_file: Path, overrides: Sequence[str], archive: bool = False
+) -> Config:
     """The demo's settings: the test web's names, loopback allowed, and shorter
-    gaps and time limits than a real crawl (unless the user set them)."""
+    gaps and time limits than a real crawl (unless the user set them); with
+    ``archive``, page requisites captured."""
     given = {item.split("=", 1)[0].strip() for item in overrides}
+    if archive and "requisites.capture" not in given:
+        cfg = dataclasses.replace(cfg, requisites=dataclasses.replace(cfg.requisites, capture=True))
     fetch = cfg.fetch
     if "fetch.allow_networks" not in given:
         fetch = dataclasses.replace(fetch, allow_networks=("127.0.0.0/8",))
@@ -62,7 +78,12 @@ def crawl_config(cfg: Config, hosts_file: Path, overrides: Sequence[str]) -> Con
 
 
 def run_demo(
-    cfg: Config, out: Path, cycles: int, overrides: Sequence[str], hosts: int = DEMO_HOSTS
+    cfg: Config,
+    out: Path,
+    cycles: int,
+    overrides: Sequence[str],
+    hosts: int = DEMO_HOSTS,
+    archive: bool = False,
 ) -> int:
     from trawl.report import emit
     from trawl.runner import JobContext, run_cycles, run_inject, run_stats, say, segment_id
@@ -71,6 +92,7 @@ def run_demo(
 
     for previous in (out / "crawl", out / "testweb"):  # a demo starts afresh
         shutil.rmtree(previous, ignore_errors=True)
+    (out / "crawl.wacz").unlink(missing_ok=True)
     t = cfg.testweb
     model = WebModel.generate(
         t.seed,
@@ -78,6 +100,7 @@ def run_demo(
         ips=min(t.ips, hosts),
         agent=cfg.http.agent_name,
         dup_families=t.dup_families,
+        requisites=archive,
     )
     root = str((out / "crawl").absolute())
     with TestWeb(model, out / "testweb", port=t.port, n_seeds=DEMO_SEEDS) as web:
@@ -85,7 +108,7 @@ def run_demo(
             f"test web: {len(model.hosts)} hosts, {model.page_count} pages on "
             f"{len(model.ips)} loopback addresses, port {web.port}"
         )
-        ccfg = crawl_config(cfg, web.hosts_file, overrides)
+        ccfg = crawl_config(cfg, web.hosts_file, overrides, archive)
         spark = build_spark(ccfg)
         at = datetime.now(UTC).replace(microsecond=0)
         ctx = JobContext(spark, ccfg, root, segment_id(at), at)
@@ -100,6 +123,8 @@ def run_demo(
     print(f"\nrequests to URLs that robots.txt disallows for us: {len(denied)}")
     warc = warc_check(Path(root))
     emit([warc], False, "WARC files (every record framed and its digests checked)")
+    wacz = wacz_check(ctx, out / "crawl.wacz")
+    emit([wacz], False, "WACZ export (2xx, no duplicates; checked by py-wacz's validator)")
     from trawl.crawlreport import write_report
     from trawl.store.files import CrawlRoot
 
@@ -108,7 +133,36 @@ def run_demo(
           f"{Path(report.path).absolute().as_uri()}")  # fmt: skip
     print(_next_steps(out))
     ok = audit.hosts_with_overlap == 0 and audit.gaps_below_min == 0 and not denied
-    return 0 if ok and not warc["problems"] else 1
+    return 0 if ok and not warc["problems"] and wacz["wacz_validate"] != "fail" else 1
+
+
+def wacz_check(ctx: Any, out: Path) -> dict[str, Any]:
+    """Export the crawl's 2xx captures (duplicates left out) as the WACZ
+    ``out`` and run py-wacz's ``wacz validate`` on it, as an archive builder
+    would (a dev dependency: without it the package is not checked)."""
+    import importlib.util
+    import subprocess
+
+    from trawl.runner.archive import run_wacz_export
+    from trawl.stages.export import Selection
+
+    made = run_wacz_export(ctx, Selection(statuses=("2xx",), duplicates=False), str(out))
+    verdict = "not installed (pip install wacz)"
+    if importlib.util.find_spec("wacz") is not None:
+        done = subprocess.run(
+            [sys.executable, "-m", "wacz", "validate", "-f", str(out)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        verdict = "pass" if done.returncode == 0 else "fail"
+        if done.returncode:
+            print((done.stdout + done.stderr)[-2000:], file=sys.stderr)
+    return {
+        "file": str(out),
+        "pages": made["pages"],
+        "captures": made["captures"],
+        "mb": round(made["bytes"] / 1e6, 1),
+        "wacz_validate": verdict,
+    }
 
 
 def warc_check(root: Path) -> dict[str, Any]:
@@ -161,6 +215,7 @@ def _next_steps(out: Path) -> str:
         f"  {trawl} warc get --crawl {crawl} FILE:OFFSET:LENGTH   "
         "(a fetch row's warc_file, warc_offset, warc_length)\n"
         f"  {trawl} export warc --crawl {crawl} --out {out}/export --status 2xx --no-duplicates\n"
+        f"WACZ (one file for ReplayWeb.page or pywb): {out}/crawl.wacz, written as\n"
         f"  {trawl} export wacz --crawl {crawl} --out {out}/crawl.wacz --status 2xx "
-        "--no-duplicates   (one file for ReplayWeb.page)\n"
+        "--no-duplicates\n"
     )

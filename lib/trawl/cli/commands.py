@@ -42,11 +42,13 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "testweb":
         from trawl.demo import serve_testweb
 
-        return serve_testweb(cfg, Path(args.out), args.at, traps=args.traps)
+        return serve_testweb(
+            cfg, Path(args.out), args.at, traps=args.traps, requisites=args.requisites
+        )
     if args.command == "demo":
         from trawl.demo import run_demo
 
-        return run_demo(cfg, Path(args.out), args.cycles, args.set, args.hosts)
+        return run_demo(cfg, Path(args.out), args.cycles, args.set, args.hosts, args.archive)
     if args.command == "policy":  # deltalake only: never starts a JVM
         return policy_command(args, cfg)
     if args.command == "warc" and args.warc_command == "get":  # no JVM either

@@ -148,6 +148,11 @@ def _demo_parsers(sub: Any) -> None:
         help="also serve the crawler traps (calendar, facets, session ids, link farm, "
         "soft 404s); their entrances are added to the seeds",
     )
+    p.add_argument(
+        "--requisites",
+        action="store_true",
+        help="pages need images, stylesheets, a font and a script (for requisites.capture)",
+    )
     p = sub.add_parser("demo", help="start the test web, crawl it, show what happened")
     _common(p)
     p.add_argument("--cycles", type=_positive, default=3, help="cycles to crawl (default 3)")
@@ -156,6 +161,12 @@ def _demo_parsers(sub: Any) -> None:
         help="hosts of the demo's test web (default 60; [testweb] sets the rest)",
     )  # fmt: skip
     p.add_argument("--out", default="demo", help="folder for the demo's crawl and test web")
+    p.add_argument(
+        "--archive",
+        action="store_true",
+        help="pages need images, stylesheets, a font and a script, and the crawl captures "
+        "them (requisites.capture), so the exported WACZ replays as the pages looked",
+    )
 
 
 def _positive(text: str) -> int:
