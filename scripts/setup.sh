@@ -4,8 +4,9 @@
 # tests, and py-wacz, whose `wacz validate` checks `trawl export wacz`), the
 # Delta Lake and S3A jars in jars/lib/ (fetched with Maven once, then loaded
 # from disk by every Spark session), pywb in .venv-pywb for the replay test,
-# Airflow in .venv-airflow for the DAG test, and Debian's chromium for the
-# browser tests. Safe to run again.
+# Airflow in .venv-airflow for the DAG test, and Debian's chromium with
+# ReplayWeb.page's viewer (.replaywebpage/) for the browser tests. Safe to run
+# again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -21,6 +22,32 @@ if ! command -v chromium > /dev/null; then
   $SUDO apt-get install -y -q chromium || {
     $SUDO apt-get update -q && $SUDO apt-get install -y -q chromium
   }
+fi
+
+# ReplayWeb.page (Webrecorder's in-browser WACZ viewer, AGPL-3.0, used by the
+# tests only), for archived pages replayed from a WACZ the way its readers
+# open one (tests/warc/replaywebpage.py): of npm's package only the built
+# ui.js and sw.js, and its LICENSE, in .replaywebpage/. The tarball must have
+# the sha512 pinned beside the version (npm's integrity for it, in hex); the
+# marker names the version, so changing RWP_VERSION (and RWP_SHA512 with it)
+# fetches again.
+RWP_VERSION=2.5.3
+RWP_SHA512=9c28f63d238ddc1c5e489284f00b183f250bbf45cf64a2567f2e25f4fc90adef52ab02d9f9629956cfec7cba8f390e06ac7fb46248dbc0e86bf1c4931f4f20b1
+if [ "$(cat .replaywebpage/.installed 2>/dev/null)" != "replaywebpage@$RWP_VERSION" ] \
+   || [ ! -s .replaywebpage/ui.js ] || [ ! -s .replaywebpage/sw.js ]; then
+  command -v npm > /dev/null || { echo "setup: ReplayWeb.page needs npm (Node.js)" >&2; exit 1; }
+  rwp_tmp=$(mktemp -d)
+  trap 'rm -rf "$rwp_tmp"' EXIT
+  (cd "$rwp_tmp" && npm pack --silent "replaywebpage@$RWP_VERSION" > /dev/null)
+  rwp_tgz="$rwp_tmp/replaywebpage-$RWP_VERSION.tgz"
+  echo "$RWP_SHA512  $rwp_tgz" | sha512sum --check --quiet - || {
+    echo "setup: replaywebpage@$RWP_VERSION is not the tarball RWP_SHA512 pins" >&2; exit 1;
+  }
+  tar -xzf "$rwp_tgz" -C "$rwp_tmp" package/ui.js package/sw.js package/LICENSE
+  rm -rf .replaywebpage
+  mkdir .replaywebpage
+  mv "$rwp_tmp"/package/{ui.js,sw.js,LICENSE} .replaywebpage/
+  echo "replaywebpage@$RWP_VERSION" > .replaywebpage/.installed
 fi
 
 if [ ! -x .venv/bin/python ]; then
@@ -82,4 +109,4 @@ if [ "$(cat .venv-airflow/.installed 2>/dev/null)" != "$AIRFLOW_PINS" ] \
   echo "$AIRFLOW_PINS" > .venv-airflow/.installed
 fi
 
-echo "setup: .venv, .venv-pywb, .venv-airflow and jars/lib ready ($(ls jars/lib/*.jar | wc -l) jars)"
+echo "setup: .venv, .venv-pywb, .venv-airflow, .replaywebpage and jars/lib ready ($(ls jars/lib/*.jar | wc -l) jars)"

@@ -140,15 +140,37 @@ class Visit:
         """Requests answered 400 or above, or not at all, or not loaded whole."""
         return [r for r in self.requests if r.finished and not r.ok]
 
-    def evaluate(self, expression: str) -> Any:
+    def evaluate(self, expression: str, frame: str | None = None) -> Any:
         """The value of ``expression`` in the page (promises awaited), as JSON
-        gives it; an exception it throws fails the test."""
+        gives it; an exception it throws fails the test. With ``frame`` (an id
+        from ``frames``) in that frame's document instead, in a world of the
+        test's own (``Page.createIsolatedWorld``): the frame's DOM, none of its
+        script's globals."""
+        where: dict[str, Any] = {}
+        if frame is not None:
+            world = self._call("Page.createIsolatedWorld", frameId=frame, worldName="tests")
+            where["contextId"] = world["executionContextId"]
         result = self._call(
-            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+            "Runtime.evaluate",
+            expression=expression,
+            returnByValue=True,
+            awaitPromise=True,
+            **where,
         )
         if "exceptionDetails" in result:
             raise AssertionError(f"{expression!r} threw: {_describe(result['exceptionDetails'])}")
         return result["result"].get("value")
+
+    def frames(self) -> dict[str, str]:
+        """Every frame of the page by id, nested ones (those of iframes in a
+        shadow root too) included: its URL as it is now."""
+        found: dict[str, str] = {}
+        pending = [self._call("Page.getFrameTree")["frameTree"]]
+        while pending:
+            node = pending.pop()
+            found[node["frame"]["id"]] = node["frame"]["url"]
+            pending.extend(node.get("childFrames", []))
+        return found
 
     def screenshot(self, path: Path) -> Path:
         """The viewport as a PNG file at ``path``."""
@@ -256,10 +278,19 @@ class Browser:
 
     # --- visits ---------------------------------------------------------------------
 
-    def open(self, url: str, wait_s: float = 15.0) -> Visit:
+    def open(
+        self, url: str, wait_s: float = 15.0, until: Callable[[Visit], bool] | None = None
+    ) -> Visit:
         """Open ``url`` in a new tab of a new browser context, and wait for its
         load event and then ``IDLE_S`` of no request in flight, ``wait_s`` at
-        most (then the test fails, naming what was still loading)."""
+        most (then the test fails, naming what was still loading).
+
+        ``until``, when given, says instead when the page has settled: once
+        its load event has fired, as soon as ``until(visit)`` holds, whatever
+        is in flight. For an app that goes on after its load event and may
+        leave a request open for good (a ``fetch()`` whose body it never
+        reads is in flight until garbage-collected); the page's requests and
+        messages are read meanwhile."""
         context = self._call("Target.createBrowserContext")["browserContextId"]
         target = self._call("Target.createTarget", url="about:blank", browserContextId=context)
         session = self._call("Target.attachToTarget", targetId=target["targetId"], flatten=True)
@@ -273,24 +304,30 @@ class Browser:
             call(f"{domain}.enable")
         call("Network.setCacheDisabled", cacheDisabled=True)  # every resource from the server
         navigated = call("Page.navigate", url=url)
-        self._settle(page, time.monotonic() + wait_s, url)
-        return Visit(
+        visit = Visit(
             url, page.sent, page.messages, page.exceptions, navigated.get("errorText"), call
         )
+        ready = (lambda: until(visit)) if until is not None else None
+        self._settle(page, time.monotonic() + wait_s, url, ready)
+        return visit
 
-    def _settle(self, page: _PageLog, deadline: float, url: str) -> None:
-        """Read the tab's events until it has loaded and been idle ``IDLE_S``."""
+    def _settle(
+        self, page: _PageLog, deadline: float, url: str, ready: Callable[[], bool] | None
+    ) -> None:
+        """Read the tab's events until it has loaded and then been idle
+        ``IDLE_S``, or is ``ready`` when that is given."""
         quiet_since = time.monotonic()
         while True:
             now = time.monotonic()
             if page.in_flight():
                 quiet_since = now
-            elif page.loaded and now - quiet_since >= IDLE_S:
+            if page.loaded and (ready() if ready else now - quiet_since >= IDLE_S):
                 return
             if now > deadline:
                 pending = [r.url for r in page.in_flight()]
                 raise AssertionError(
                     f"{url} not settled: loaded={page.loaded}, still loading {pending}"
+                    + (", not ready" if ready else "")
                 )
             for event in self._drain(timeout=0.05):
                 page.record(event)

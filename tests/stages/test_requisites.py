@@ -22,6 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.browser import Browser
 from tests.warc.pywb import pywb_serving
+from tests.warc.replaywebpage import open_replayed, viewer_serving
 from tests.warc.test_wacz import wacz_validate
 from trawl.config import Config, load_config
 from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb, segment_id
@@ -178,7 +179,8 @@ def test_the_export_replays_whole_in_a_browser(
     # The crawl's WACZ passes py-wacz's validator, pywb serves it, and a page
     # opened in headless Chromium loads every requisite from the archive
     # (each once, 200, dated by pywb: Memento-Datetime), runs its script,
-    # paints its images and logs no error.
+    # paints its images and logs no error; and so it does in ReplayWeb.page,
+    # which reads the package in the browser (tests.warc.replaywebpage).
     done = archived
     model, port, rows = done["model"], done["port"], done["rows"]
     at = AT + timedelta(days=1)
@@ -205,7 +207,8 @@ def test_the_export_replays_whole_in_a_browser(
     stamp = fetched[url]["fetched_at"].astimezone(UTC).strftime("%Y%m%d%H%M%S")
     with (
         pywb_serving(tmp_path / "pywb", {"crawl": [wacz]}) as replay,
-        Browser(tmp_path / "browser", reach=[replay.base_url]) as browser,
+        viewer_serving(wacz) as viewer,
+        Browser(tmp_path / "browser", reach=[replay.base_url, viewer.base_url]) as browser,
     ):
         visit = browser.open(replay.url("crawl", url, stamp))
         assert visit.navigation_error is None
@@ -223,7 +226,24 @@ def test_the_export_replays_whole_in_a_browser(
         assert visit.evaluate("document.documentElement.dataset.appRan") == "1"
         assert (visit.errors, visit.exceptions) == ([], [])
         shot = visit.screenshot(tmp_path / "replay.png")
-    assert shot.stat().st_size > 1000
+        # the same page in ReplayWeb.page: every requisite answered from the
+        # package (by the viewer's worker, which may ask for one twice: the
+        # icon, for its tab), nothing failed but the viewer's own
+        replayed = open_replayed(browser, viewer, url, stamp)
+        assert replayed.failed() == []
+        answers = replayed.archived()
+        for req in needs[url]:
+            if not req.url.endswith("-2x.png"):
+                statuses = {r.status for r in answers.get(req.url, [])}
+                assert statuses == {200}, (req, sorted(answers))
+        images = replayed.evaluate(
+            "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
+        )
+        assert images and all(images)
+        assert replayed.evaluate("document.documentElement.dataset.appRan") == "1"
+        assert (replayed.errors, replayed.visit.exceptions) == ([], [])
+        viewed = replayed.screenshot(tmp_path / "replaywebpage.png")
+    assert shot.stat().st_size > 1000 and viewed.stat().st_size > 1000
     if keep := os.environ.get("TRAWL_KEEP_SCREENSHOT"):
         shutil.copyfile(shot, keep)
 

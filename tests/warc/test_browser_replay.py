@@ -13,14 +13,23 @@ The site is a small stdlib server on 127.0.0.1, captured exchange by
 exchange into a WARC with trawl's own writer (request head as sent, response
 as received) and then stopped, so that replay has nothing to fall back to
 but the archive; the browser could not reach it anyway (``tests.browser``
-sends everything but pywb to a closed proxy; the last test proves it on a
-server that is up). The same capture is replayed from the WARC file and from
-a WACZ package of it made by ``trawl.warc.wacz`` with trawl's own CDXJ index.
+sends everything but pywb and the viewer to a closed proxy; the last test
+proves it on a server that is up). The same capture is replayed from the
+WARC file and from a WACZ package of it made by ``trawl.warc.wacz`` with
+trawl's own CDXJ index.
+
+The WACZ is also opened the way its readers open one, in ReplayWeb.page
+(``tests.warc.replaywebpage``: the viewer reads the package by byte ranges
+in the browser), where the page must load, run its script, decode its image
+and apply its stylesheet with its image, and log no error but the viewer's
+own.
 
 A page whose image was never captured must come out as a failed request
-(pywb's 404) in the browser's log: the harness can see a broken replay.
+(pywb's 404, the viewer's) in the browser's log: the harness can see a
+broken replay.
 
-One pywb server (a collection per form) and one browser serve the module.
+One pywb server (a collection per form), one viewer and one browser serve
+the module.
 The screenshot stays in the test's directory; with ``TRAWL_KEEP_SCREENSHOT``
 set to a path it is copied there too, for the README (both forms give the
 same picture; the last one taken stays).
@@ -50,6 +59,7 @@ from matplotlib.image import imread
 
 from tests.browser import Browser, Request, Visit
 from tests.warc.pywb import Replay, pywb_serving
+from tests.warc.replaywebpage import Viewer, byte_range, open_replayed, viewer_serving
 from trawl.warc.cdxj import write_index
 from trawl.warc.wacz import PageCapture, pages, write_wacz
 from trawl.warc.writer import WarcWriter
@@ -223,7 +233,8 @@ def package(warc: Path, origin: str, out: Path) -> Path:
 @dataclass(frozen=True)
 class Archive:
     origin: str  # the live site's, now down
-    replay: Replay
+    replay: Replay  # pywb
+    viewer: Viewer  # ReplayWeb.page, the WACZ
 
 
 @pytest.fixture(scope="module")
@@ -234,13 +245,17 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Archive]:
         capture(site.origin, warc)
         assert site.requests == len(CAPTURED)
     wacz = package(warc, site.origin, root / "site.wacz")
-    with pywb_serving(root / "pywb", {"warc": [warc], "wacz": [wacz]}) as replay:
-        yield Archive(site.origin, replay)
+    with (
+        pywb_serving(root / "pywb", {"warc": [warc], "wacz": [wacz]}) as replay,
+        viewer_serving(wacz) as viewer,
+    ):
+        yield Archive(site.origin, replay, viewer)
 
 
 @pytest.fixture(scope="module")
 def browser(archive: Archive, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    with Browser(tmp_path_factory.mktemp("browser"), reach=[archive.replay.base_url]) as b:
+    reach = [archive.replay.base_url, archive.viewer.base_url]
+    with Browser(tmp_path_factory.mktemp("browser"), reach=reach) as b:
         yield b
 
 
@@ -309,6 +324,66 @@ def test_an_image_never_captured_is_a_failed_request(archive: Archive, browser: 
     assert (request.status, request.remote) == (404, f"127.0.0.1:{replay.port}")
     assert [m.url for m in visit.errors] == [request.url]  # "Failed to load resource: ... 404"
     assert visit.evaluate("document.getElementById('missing').naturalWidth") == 0
+
+
+def test_the_wacz_replays_whole_in_replaywebpage(
+    archive: Archive, browser: Browser, tmp_path: Path
+) -> None:
+    viewer = archive.viewer
+    replayed = open_replayed(browser, viewer, archive.origin + "/", TIMESTAMP)
+    assert replayed.visit.navigation_error is None
+    # every request went to the viewer's server or its worker, and none
+    # failed but the viewer's own (Replayed.viewer_own)
+    assert [r.url for r in replayed.visit.requests if not r.url.startswith(viewer.base_url)] == []
+    assert replayed.failed() == []
+    by_url = replayed.archived()
+    for path in ["/", *REQUISITES]:
+        answers = [r.status for r in by_url.get(archive.origin + path, []) if r.status != 302]
+        assert answers == [200], (path, answers)  # a 302 is the viewer's hop to its own form
+    # the script ran, the image decoded, the stylesheet applied with its image
+    assert replayed.evaluate("document.documentElement.dataset.appRan") == "1"
+    assert replayed.evaluate("document.getElementById('logo').naturalWidth") == LOGO_SIZE
+    background = replayed.evaluate(
+        "getComputedStyle(document.querySelector('.banner')).backgroundImage"
+    )
+    assert "/img/bg.png" in background
+    assert (replayed.errors, replayed.visit.exceptions) == ([], [])
+    shot = replayed.screenshot(tmp_path / "replaywebpage.png")
+    assert painted(shot, LOGO_RGB) >= LOGO_SIZE * LOGO_SIZE
+    assert painted(shot, BACKGROUND_RGB) >= 160 * 40
+    # the worker read the package from the server by ranges, its end first
+    assert viewer.reads and {read.status for read in viewer.reads} == {206}
+    assert any(read.range and read.range.startswith("bytes=-") for read in viewer.reads)
+
+
+def test_an_image_never_captured_fails_in_replaywebpage(archive: Archive, browser: Browser) -> None:
+    replayed = open_replayed(browser, archive.viewer, archive.origin + "/broken.html", TIMESTAMP)
+    [request] = replayed.archived()[archive.origin + "/img/missing.png"]
+    assert replayed.failed() == [request] and request.status == 404
+    assert [m.url for m in replayed.errors] == [request.url]  # not the viewer's own
+    assert replayed.evaluate("document.getElementById('missing').naturalWidth") == 0
+
+
+@pytest.mark.parametrize(
+    ("header", "span"),
+    [
+        (None, None),
+        ("bytes=0-", (0, 99)),
+        ("bytes=10-19", (10, 19)),
+        ("bytes=90-200", (90, 99)),  # a last byte past the end: up to the end
+        ("bytes=-10", (90, 99)),
+        ("bytes=-65558", (0, 99)),  # a suffix longer than the file: all of it
+        ("bytes=100-", ()),  # a first byte past the end: 416
+        ("bytes=-0", ()),
+        ("bytes=0-1,5-6", None),  # several ranges: the whole, 200
+        ("bytes=5-1", None),  # invalid: ignored
+        ("items=0-1", None),
+    ],
+)
+def test_the_viewers_server_answers_byte_ranges(
+    header: str | None, span: tuple[int, int] | tuple[()] | None
+) -> None:
+    assert byte_range(header, 100) == span
 
 
 def test_the_browser_reaches_nothing_but_the_replay_server(browser: Browser) -> None:
