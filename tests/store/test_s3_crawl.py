@@ -165,7 +165,8 @@ def test_no_secret_reaches_an_output_a_table_or_a_warc_file(crawls: Crawls, tmp_
 def test_the_export_from_s3_replays_in_pywb(crawls: Crawls, tmp_path: Path) -> None:
     """Exported to the bucket and to a local folder: the same captures; the
     local copy served by pywb gives back each page's archived payload."""
-    from tests.warc.test_pywb_replay import archived, get, wayback
+    from tests.warc.pywb import get, pywb_serving
+    from tests.warc.test_pywb_replay import archived
     from trawl.runner import run_export
     from trawl.stages.export import Selection
 
@@ -184,9 +185,9 @@ def test_the_export_from_s3_replays_in_pywb(crawls: Crawls, tmp_path: Path) -> N
     assert [line.split(" ")[:2] for line in uploaded] == [line.split(" ")[:2] for line in written]
     warcs = sorted((tmp_path / "out").glob("*.warc.gz"))
     captures = archived(warcs)
-    with wayback(tmp_path / "pywb", warcs) as port:
+    with pywb_serving(tmp_path / "pywb", {"coll": warcs}) as replay:
         for url, capture in list(captures.items())[:5]:
-            status, _, body = get(port, f"/coll/{capture.timestamp}id_/{url}")
+            status, _, body = get(replay.port, f"/coll/{capture.timestamp}id_/{url}")
             assert (status, body) == (capture.status, capture.payload), url
 
 
@@ -215,7 +216,7 @@ def test_a_wacz_export_reads_the_bucket_and_is_uploaded_to_it(
     assert_valid(uploaded)
     with zipfile.ZipFile(uploaded) as up, zipfile.ZipFile(tmp_path / "local.wacz") as down:
         assert up.read("pages/pages.jsonl") == down.read("pages/pages.jsonl")
-        keys = [[line.split(b" ")[:2] for line in z.read("indexes/index.cdxj").splitlines()]
+        keys = [[line.split(b" ")[:2] for line in z.read("indexes/index.cdx").splitlines()]
                 for z in (up, down)]  # fmt: skip
         assert keys[0] == keys[1]
 
