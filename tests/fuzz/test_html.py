@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from tests.fuzz.properties import fuzz
 from trawl.parse.html import MAX_ANCHOR_CHARS, MAX_TITLE_CHARS, parse_page
 from trawl.parse.maintext import TextBlock, classify_blocks, main_text, text_blocks
+from trawl.parse.requisites import css_requisites, srcset_urls
 
 SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")  # RFC 3986 3.1
 
@@ -29,10 +30,11 @@ TAGS = st.sampled_from([
     "a", "area", "link", "frame", "base", "meta", "title", "head", "body", "html", "div", "p",
     "nav", "footer", "aside", "main", "article", "script", "style", "template", "iframe", "h1",
     "h2", "li", "table", "td", "br", "img", "svg", "math", "select", "font", "noscript",
+    "source", "video", "object", "embed", "input",
 ])  # fmt: skip
 ATTRIBUTE_NAMES = st.sampled_from([
     "href", "src", "rel", "name", "content", "class", "id", "role", "hidden", "style", "alt",
-    "title", "charset", "http-equiv", "aria-hidden",
+    "title", "charset", "http-equiv", "aria-hidden", "srcset", "poster", "data",
 ])  # fmt: skip
 ATTRIBUTE_VALUES = st.one_of(
     st.sampled_from(["nofollow", "canonical", "alternate next", "stylesheet", "robots", "trawl"]),
@@ -107,10 +109,13 @@ def test_any_bytes_give_a_page(
     max_text_chars: int,
 ) -> None:
     page = parse_page(
-        body, content_type, headers, agent, max_links=max_links, max_text_chars=max_text_chars
-    )
+        body, content_type, headers, agent, max_links=max_links, max_text_chars=max_text_chars,
+        requisites=True,
+    )  # fmt: skip
     if not page.is_html:
         assert page.links == [] and page.text == "" and page.main_text == ""
+        assert page.requisites == []
+    assert_requisites(page.requisites)
     assert len(page.links) <= max_links
     for link in page.links:
         assert link.href and link.href == link.href.strip() and not link.href.startswith("#")
@@ -182,3 +187,65 @@ def test_main_text_of_any_tree(body: bytes, limit: int | None) -> None:
         assert 0 <= block.link_chars <= len(block.text)
     text = main_text(root, fallback="fallback", limit=limit)
     assert limit is None or len(text) <= limit
+
+
+def assert_requisites(refs: list[str]) -> None:
+    """Page requisites as ``trawl.parse.requisites`` gives them: each once,
+    trimmed, none empty, a fragment, or a data:/javascript: URL."""
+    assert len(set(refs)) == len(refs)
+    for ref in refs:
+        assert ref and ref == ref.strip() and not ref.startswith("#")
+        assert not re.match(r"(?i)\s*(data|javascript|blob):", ref)
+
+
+CSS = st.one_of(
+    st.text(max_size=400),
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "url(",
+                    ")",
+                    "url('",
+                    "')",
+                    'url("',
+                    '")',
+                    "@import ",
+                    "'",
+                    '"',
+                    "\\",
+                    "\\)",
+                    "/*",
+                    "*/",
+                    ";",
+                    "{",
+                    "}",
+                    "data:image/png,x",
+                    "a.png",
+                    " ",
+                    "\n",
+                    "\\2F",
+                    "\\110000",
+                    "@charset",
+                    "src:",
+                    "format(",
+                    "image-set(",
+                ]
+            ),
+            st.text(max_size=8),
+        ),
+        max_size=80,
+    ).map("".join),
+)
+
+
+@fuzz(CSS, max_examples=300, deadline_ms=5_000)
+def test_any_stylesheet_gives_its_references(css: str) -> None:
+    assert_requisites(css_requisites(css))
+
+
+@fuzz(st.text(max_size=300), max_examples=300)
+def test_any_srcset_gives_urls(srcset: str) -> None:
+    urls = srcset_urls(srcset)
+    assert all(url and not any(c.isspace() for c in url) for url in urls)
+    assert all(not url.endswith(",") for url in urls)
