@@ -6,10 +6,11 @@ body is read in full by then), in the task's file for that outcome
 everything else with the diagnostics -- a soft 404 goes with the 404s, not
 with the pages. With ``warc.revisits``, a 304 is a server-not-modified
 revisit of the stored copy (the fetch list's ``stored_capture``), and a 200
-whose payload is the stored copy's, or one this task already archived, an
-identical-payload-digest revisit of that record. With ``warc.metadata``, a
-page's capture gets a ``metadata`` record beside its response; a fetch that
-got no response leaves one in the diagnostics.
+whose payload is the stored copy's, or one this task already archived, or
+one an earlier segment stored for a requisite of the host
+(``requisites_stored``), an identical-payload-digest revisit of that record.
+With ``warc.metadata``, a page's capture gets a ``metadata`` record beside its
+response; a fetch that got no response leaves one in the diagnostics.
 
 ``task_archive`` opens the task's files; ``FetchArchive`` writes to them and
 is shared by the task's worker threads, as the fetcher that holds it is: the
@@ -19,7 +20,7 @@ is shared by the task's worker threads, as the fetcher that holds it is: the
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -84,6 +85,19 @@ class FetchArchive:
         self.warc = warc
         self.cfg = cfg
         self._lock = threading.Lock()
+        # payload digest -> a record of an earlier segment holding it (``know``)
+        self._earlier: dict[str, Stored] = {}
+
+    def know(self, captures: Iterable[Mapping[str, Any]]) -> None:
+        """Copies earlier segments stored (``stored_capture`` values: the
+        fetch list's ``requisites_stored``): a payload fetched again under
+        another URL is archived as a revisit of one of them."""
+        with self._lock:
+            for capture in captures:
+                stored = _stored(capture)
+                digest = capture.get("digest")
+                if stored is not None and digest:
+                    self._earlier.setdefault(str(digest), stored)
 
     def exchange(
         self,
@@ -124,7 +138,9 @@ class FetchArchive:
                 earlier = None
                 if revisits and subset == "warc" and not resp.truncated:
                     same = previous is not None and (known or {}).get("digest") == digest
-                    earlier = previous if same else self.warc.stored(digest)
+                    earlier = (
+                        previous if same else self.warc.stored(digest) or self._earlier.get(digest)
+                    )
                 if earlier is not None:
                     ref = writer.write_revisit(
                         **exchange, profile=REVISIT_IDENTICAL, digest=digest, refers_to=earlier

@@ -113,6 +113,8 @@ class LinkFollowing:
             return
         self.requisite_room[host] = self.cfg.requisites.max_per_host
         self.requisites_known[host] = {int(fp) for fp in known}
+        stored = (item.get("requisites_stored") for item in items)
+        self.fetcher.archive.know(next((c for c in stored if c), []))
 
     def found_work(self, item: Mapping[str, Any], row: Row) -> Found:
         """URLs a fetched page leads to that this task fetches in the same

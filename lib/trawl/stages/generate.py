@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType
 
 from trawl.crawldb.packing import assign_tasks
 from trawl.stages.common import (
@@ -45,7 +46,7 @@ from trawl.stages.common import (
     sql_in,
 )
 from trawl.stages.ranking import due_urls, rank_due, rank_order, trusted_hosts
-from trawl.store.schemas import FETCHLIST_SCHEMA
+from trawl.store.schemas import CAPTURE_TYPE, FETCHLIST_SCHEMA
 from trawl.store.tables import Merge
 
 # What the fetch task needs to know of a host from hostdb: its politeness
@@ -248,33 +249,45 @@ def with_requisites_known(chosen: DataFrame, crawldb: DataFrame, ctx: StageConte
     the task fetches a page's requisites that crawldb holds only when they
     are due (then they are in the fetch list). An empty list: none held; null
     on every row of a host holding over ``FOLLOW_KNOWN_MAX``: the task leaves
-    its requisites to updatedb."""
+    its requisites to updatedb. Beside them, ``requisites_stored``: the
+    records of their current copies, one per payload digest, so that the
+    same bytes fetched under another URL are archived as a revisit."""
     if not ctx.cfg.requisites.capture:
-        return chosen.withColumn("requisites_known", F.lit(None).cast("array<bigint>"))
+        return chosen.withColumn("requisites_known", F.lit(None).cast("array<bigint>")).withColumn(
+            "requisites_stored", F.lit(None).cast(ArrayType(CAPTURE_TYPE))
+        )
     hosts = chosen.select("host", "host_bucket").distinct()
     buckets = [r[0] for r in hosts.select("host_bucket").distinct().collect()]
-    held = (
+    rows = (
         crawldb.filter(F.col("host_bucket").isin(buckets) & (F.col("source") == "requisite"))
-        .select("host", "url_fp")
+        .select("host", "url_fp", "stored_capture")
         .join(F.broadcast(hosts.select("host")), "host", "left_semi")
-        .groupBy("host")
-        .agg(F.collect_list("url_fp").alias("held"), F.count("*").alias("n"))
     )
+    copies = (
+        rows.filter(F.col("stored_capture.digest").isNotNull())
+        .groupBy("host", F.col("stored_capture.digest").alias("digest"))
+        .agg(F.min("stored_capture").alias("copy"))
+        .groupBy("host")
+        .agg(F.collect_list("copy").alias("stored"))
+    )
+    held = rows.groupBy("host").agg(F.collect_list("url_fp").alias("held"), F.count("*").alias("n"))
+    few = F.col("n").isNull() | (F.col("n") <= FOLLOW_KNOWN_MAX)
     known = (
         hosts.select("host")
         .join(held, "host", "left")
+        .join(copies, "host", "left")
         .select(
             "host",
-            F.when(F.col("n") > FOLLOW_KNOWN_MAX, F.lit(None).cast("array<bigint>"))
-            .otherwise(F.coalesce(F.col("held"), F.array().cast("array<bigint>")))
-            .alias("known"),
+            F.when(few, F.coalesce(F.col("held"), F.array().cast("array<bigint>"))).alias("known"),
+            F.when(few, F.col("stored")).alias("stored"),
         )
     )
     first = F.row_number().over(Window.partitionBy("host").orderBy("url_fp")) == 1
     return (
         chosen.join(F.broadcast(known), "host", "left")
         .withColumn("requisites_known", F.when(first, F.col("known")))
-        .drop("known")
+        .withColumn("requisites_stored", F.when(first, F.col("stored")))
+        .drop("known", "stored")
     )
 
 

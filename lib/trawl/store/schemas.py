@@ -191,6 +191,9 @@ FETCHLIST_SCHEMA = _schema(
     # before they are due (null: unknown, the task leaves them to updatedb).
     ("requisite", BooleanType()),
     ("requisites_known", ArrayType(LongType())),
+    # ... and the records holding their current copies, one per payload digest:
+    # a payload fetched again under another URL is a revisit of the stored one.
+    ("requisites_stored", ArrayType(CAPTURE_TYPE)),
 )
 
 OUTLINK_TYPE = StructType(
