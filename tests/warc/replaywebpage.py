@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import html
 import re
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +52,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from tests.browser import IDLE_S, Browser, Message, Request, Visit
+from tests.loopback import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 VIEWER_DIR = ROOT / ".replaywebpage"
@@ -239,15 +239,8 @@ def viewer_files() -> Path:
 def viewer_serving(wacz: Path) -> Iterator[Viewer]:
     """``wacz`` in ReplayWeb.page on 127.0.0.1 while the block runs."""
     viewer_files()
-    server = _ViewerServer(wacz)
-    thread = threading.Thread(target=server.serve_forever, name="replaywebpage")
-    thread.start()
-    try:
+    with serving(_ViewerServer(wacz), "replaywebpage") as server:
         yield Viewer(server.server_address[1], server.reads)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 # --- a visit --------------------------------------------------------------------------------

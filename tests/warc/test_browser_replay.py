@@ -42,7 +42,6 @@ import re
 import shutil
 import socket
 import struct
-import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,6 +57,7 @@ import pytest
 from matplotlib.image import imread
 
 from tests.browser import Browser, Request, Visit
+from tests.loopback import serving
 from tests.warc.pywb import Replay, pywb_serving
 from tests.warc.replaywebpage import Viewer, byte_range, open_replayed, viewer_serving
 from trawl.warc.cdxj import write_index
@@ -161,15 +161,8 @@ class _SiteServer(ThreadingHTTPServer):
 @contextmanager
 def live_site() -> Iterator[_SiteServer]:
     """``SITE`` on 127.0.0.1 while the block runs."""
-    server = _SiteServer(("127.0.0.1", 0), _Site)
-    thread = threading.Thread(target=server.serve_forever, name="live-site")
-    thread.start()
-    try:
+    with serving(_SiteServer(("127.0.0.1", 0), _Site), "live-site") as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @dataclass(frozen=True)

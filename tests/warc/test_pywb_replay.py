@@ -24,7 +24,6 @@ servers, still running, must see no request from it.
 from __future__ import annotations
 
 import gzip
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_datetime, iso_date_to_timestamp
 
 from tests.fetch.test_task import config, items_for
+from tests.loopback import serving
 from tests.warc.pywb import get, pywb_serving
 from trawl.fetch.task import run_fetch_task
 from trawl.testweb import TestWeb, WebModel
@@ -101,15 +101,8 @@ class _GzipSite(ThreadingHTTPServer):
 @contextmanager
 def gzip_site() -> Iterator[_GzipSite]:
     """Serve ``_GzipPage`` on 127.0.0.1 while the block runs."""
-    server = _GzipSite(("127.0.0.1", 0), _GzipPage)
-    thread = threading.Thread(target=server.serve_forever, name="gzip-site")
-    thread.start()
-    try:
+    with serving(_GzipSite(("127.0.0.1", 0), _GzipPage), "gzip-site") as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def chosen_paths(model: WebModel) -> list[str]:
