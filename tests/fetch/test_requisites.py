@@ -26,8 +26,10 @@ def one_host(model: WebModel, port: int) -> tuple[str, list[dict[str, Any]]]:
     return host, [i for i in items_for(model, port) if i["host"] == host]
 
 
-def fetch(web: TestWeb, items: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
-    cfg = config(web, "requisites.capture=true")
+def fetch(
+    web: TestWeb, items: list[dict[str, Any]], out: Path, capture: bool = True
+) -> list[dict[str, Any]]:
+    cfg = config(web, f"requisites.capture={str(capture).lower()}")
     return list(run_fetch_task(items, cfg, "seg", 0, str(out), 60))
 
 
@@ -92,3 +94,19 @@ def test_a_copy_an_earlier_segment_stored_is_a_revisit(tmp_path: Path) -> None:
     again_captured = [r for r in third if r["kind"] == "requisite" and r["outcome"] == "success"]
     assert len(again_captured) == len(fetched)
     assert not [r for r in again_captured if r["stored_capture"]["record_id"] in ids]
+
+
+def test_with_capture_off_pages_are_all_there_is(tmp_path: Path) -> None:
+    # the archive preset off (the default): not a requisite asked for or
+    # listed, so updatedb has none to add either; a fetch list an archive
+    # crawl made (its columns filled) changes nothing
+    model = WebModel.generate(SEED, hosts=4, ips=2, pages_per_host=(3, 5), requisites=True)
+    with TestWeb(model, tmp_path / "web") as web:
+        items = items_for(model, web.port)
+        items[0]["requisites_known"] = []
+        rows = fetch(web, items, tmp_path / "w", capture=False)
+        log = read_log(web.access_log)
+    assert {r["kind"] for r in rows} <= {"page", "robots", "probe"}
+    assert any(r["kind"] == "page" and r["outcome"] == "success" for r in rows)
+    assert not any(r.get("requisites") for r in rows)
+    assert not [r["path"] for r in log if r["path"].startswith(("/static/", "/shared/"))]

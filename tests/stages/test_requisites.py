@@ -166,13 +166,6 @@ def warc_records(root: str, segments: list[str]) -> dict[str, str]:
     return out
 
 
-def test_with_capture_off_no_requisite_is_asked_for(spark: Any, tmp_path: Path) -> None:
-    done = crawl(spark, tmp_path, 1)
-    assert not [r for r in done["rows"] if r["kind"] == "requisite"]
-    assert not any(r["requisites"] for r in done["rows"])
-    assert not any(p.startswith("/static/") for p in (r["path"] for r in done["log"]))
-
-
 def test_the_export_replays_whole_in_a_browser(
     spark: Any, archived: dict[str, Any], tmp_path: Path
 ) -> None:
