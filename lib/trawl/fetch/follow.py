@@ -101,20 +101,12 @@ class LinkFollowing:
         host's requisites to updatedb)."""
         if not self.cfg.requisites.capture:
             return
-        known = next(
-            (
-                item["requisites_known"]
-                for item in items
-                if item.get("requisites_known") is not None
-            ),
-            None,
-        )
-        if known is None:
+        first = next((item for item in items if item.get("requisites_known") is not None), None)
+        if first is None:
             return
         self.requisite_room[host] = self.cfg.requisites.max_per_host
-        self.requisites_known[host] = {int(fp) for fp in known}
-        stored = (item.get("requisites_stored") for item in items)
-        self.fetcher.archive.know(next((c for c in stored if c), []))
+        self.requisites_known[host] = {int(fp) for fp in first["requisites_known"]}
+        self.fetcher.archive.know(first.get("requisites_stored") or [])
 
     def found_work(self, item: Mapping[str, Any], row: Row) -> Found:
         """URLs a fetched page leads to that this task fetches in the same
