@@ -18,13 +18,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import http.client
-import io
 import itertools
 import re
 import shutil
 import struct
 import subprocess
-import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -39,7 +37,7 @@ import lxml.html
 import pytest
 from protego import Protego
 
-from trawl.testweb import EPOCH, Requisite, TestWeb, WebModel, robots_audit, run
+from trawl.testweb import EPOCH, Requisite, TestWeb, WebModel, robots_audit
 from trawl.testweb import __main__ as testweb_main
 from trawl.testweb.audit import read_log
 from trawl.testweb.dups import publishes
@@ -443,28 +441,6 @@ def test_the_private_image_is_disallowed_by_the_served_robots_txt(
     assert get(web, target)[0] == 200
     time.sleep(0.1)  # the log row is written just after the last byte
     assert f"{private[0].name}{SECRET}" in robots_audit(web.access_log, model, AGENT)
-
-
-def test_run_serves_requisites_on_request(tmp_path: Path) -> None:
-    stop, out = threading.Event(), io.StringIO()
-    kwargs: dict[str, Any] = {"ips": 3, "out": out, "stop": stop, "requisites": True}
-    runner = threading.Thread(target=run, args=(5, 6, 0, tmp_path), kwargs=kwargs)
-    runner.start()
-    try:
-        deadline = time.time() + 5
-        while "access log" not in out.getvalue() and time.time() < deadline:
-            time.sleep(0.01)
-        seed = urlsplit((tmp_path / "seeds.txt").read_text().split()[0])
-        hosts = [ln.split() for ln in (tmp_path / "hosts").read_text().splitlines()[1:]]
-        ip = {name: addr for addr, name in hosts}[str(seed.hostname)]
-        conn = http.client.HTTPConnection(ip, seed.port, timeout=5)
-        conn.request("GET", "/static/site.css", headers={"Host": seed.netloc})
-        assert conn.getresponse().status == 200
-        conn.close()
-    finally:
-        stop.set()
-        runner.join(5)
-    assert not runner.is_alive() and "page requisites (CDN site-" in out.getvalue()
 
 
 def test_the_command_line_passes_requisites_on(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -419,9 +419,14 @@ def test_stop_cuts_keepalive_connections_and_joins_threads(tmp_path: Path) -> No
         conn.close()
 
 
-def test_run_serves_until_stopped(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("requisites", "path", "said"),
+    [(False, "/", "port {port}"), (True, "/static/site.css", "page requisites (CDN site-")],
+)
+def test_run_serves_until_stopped(tmp_path: Path, requisites: bool, path: str, said: str) -> None:
+    # with requisites (``trawl testweb --requisites``) it serves them too
     stop, out = threading.Event(), io.StringIO()
-    kwargs: dict[str, Any] = {"ips": 3, "out": out, "stop": stop}
+    kwargs: dict[str, Any] = {"ips": 3, "out": out, "stop": stop, "requisites": requisites}
     runner = threading.Thread(target=run, args=(5, 6, 0, tmp_path), kwargs=kwargs)
     runner.start()
     try:
@@ -432,13 +437,13 @@ def test_run_serves_until_stopped(tmp_path: Path) -> None:
         hosts = [ln.split() for ln in (tmp_path / "hosts").read_text().splitlines()[1:]]
         ip = {name: addr for addr, name in hosts}[str(seed.hostname)]
         conn = http.client.HTTPConnection(ip, seed.port, timeout=5)
-        conn.request("GET", "/", headers={"Host": seed.netloc})
+        conn.request("GET", path, headers={"Host": seed.netloc})
         assert conn.getresponse().status == 200
         conn.close()
     finally:
         stop.set()
         runner.join(5)
-    assert not runner.is_alive() and f"port {seed.port}" in out.getvalue()
+    assert not runner.is_alive() and said.format(port=seed.port) in out.getvalue()
 
 
 # -- throttled hosts ------------------------------------------------------------------
