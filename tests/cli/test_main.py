@@ -81,26 +81,30 @@ def test_after_delta_rs_touched_an_object_store_the_command_skips_teardown(
 
 
 @pytest.mark.parametrize(
-    ("out", "message"),
+    ("out", "extra", "message"),
     [
-        ("{tmp}/crawl.zip", "export wacz: --out wants a file name ending in .wacz, got "),
-        ("{tmp}", "export wacz: --out wants a file name ending in .wacz, got "),
-        ("{tmp}/folder.wacz", "is a folder; give a file name ending in .wacz"),
+        ("{tmp}/crawl.zip", [], "export wacz: --out wants a file name ending in .wacz, got "),
+        ("{tmp}", [], "export wacz: --out wants a file name ending in .wacz, got "),
+        ("{tmp}/folder.wacz", [], "is a folder; give a file name ending in .wacz"),
+        ("{tmp}/a.wacz", ["--sign-key", "{tmp}/none.pem"], "--sign-key {tmp}/none.pem: "),
+        ("{tmp}/a.wacz", ["--sign-key", "{tmp}/seeds.txt"], "not an unencrypted PEM private"),
     ],
 )
 def test_export_wacz_with_a_bad_out_is_one_line_before_spark(
-    tmp_path: Path, out: str, message: str
+    tmp_path: Path, out: str, extra: list[str], message: str
 ) -> None:
     """Refused before a JVM starts or the crawl is read: one line, exit 2."""
     import subprocess
     import sys
 
     (tmp_path / "folder.wacz").mkdir()
+    (tmp_path / "seeds.txt").write_text("http://example.com/\n")
     run = subprocess.run(
         [sys.executable, "-m", "trawl.cli", "export", "wacz", "--crawl", str(tmp_path / "c"),
-         "--out", out.format(tmp=tmp_path)],
+         "--out", out.format(tmp=tmp_path), *(e.format(tmp=tmp_path) for e in extra)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
+    message = message.format(tmp=tmp_path)
     assert run.returncode == 2
     assert run.stderr.startswith("trawl: ") and message in run.stderr, run.stderr
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr

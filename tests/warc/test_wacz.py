@@ -3,6 +3,7 @@ accepts, with the page list, hashes and ZIP layout the specification asks for.""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import subprocess
@@ -10,12 +11,20 @@ import sys
 import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.warc.test_writer import FETCHED_AT, write_sample
 from trawl.warc.cdxj import write_index
-from trawl.warc.wacz import PageCapture, pages, pages_jsonl, wacz_target, write_wacz
+from trawl.warc.wacz import (
+    PageCapture,
+    WaczSigner,
+    pages,
+    pages_jsonl,
+    wacz_target,
+    write_wacz,
+)
 
 BIN = Path(sys.executable).parent
 CREATED = datetime(2026, 10, 1, 6, 0, tzinfo=UTC)
@@ -35,7 +44,7 @@ def assert_valid(path: Path) -> None:
     assert "Validation succeeded" in done.stdout
 
 
-def package(tmp_path: Path, name: str = "crawl.wacz") -> Path:
+def package(tmp_path: Path, name: str = "crawl.wacz", signer: WaczSigner | None = None) -> Path:
     """A WACZ of the writer's sample WARC (an HTML page, a text file, a
     truncated binary) and its index; two of the captures listed."""
     warc = tmp_path / "sample-00000.warc.gz"
@@ -52,6 +61,7 @@ def package(tmp_path: Path, name: str = "crawl.wacz") -> Path:
     write_wacz(
         out, [warc], tmp_path / "index.cdxj", listed, created=CREATED,
         software="trawl test", title="A sample", description="the writer's sample",
+        signer=signer,
     )  # fmt: skip
     return out
 
@@ -176,3 +186,86 @@ def test_wacz_target_wants_a_wacz_file(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
     with pytest.raises(ValueError, match="is not a folder"):
         wacz_target(str(tmp_path / "file" / "deeper" / "x.wacz"))
+
+
+def new_key(tmp_path: Path, curve: str = "secp384r1") -> Path:
+    """A PEM EC private key, as `openssl ecparam -genkey` writes one."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(getattr(ec, curve.upper())())
+    path = tmp_path / f"{curve}.pem"
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return path
+
+
+def verify(digest: dict[str, Any]) -> bool:
+    """WebCrypto's check of an anonymous signature: ECDSA/SHA-256, r || s,
+    over the hash string, by the SPKI public key the package carries."""
+    import base64
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+    signed = digest["signedData"]
+    public = serialization.load_der_public_key(base64.b64decode(signed["publicKey"]))
+    assert isinstance(public, ec.EllipticCurvePublicKey)
+    raw = base64.b64decode(signed["signature"])
+    half = len(raw) // 2
+    der = encode_dss_signature(int.from_bytes(raw[:half], "big"), int.from_bytes(raw[half:], "big"))
+    try:
+        public.verify(der, signed["hash"].encode(), ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("curve", ["secp384r1", "secp256r1"])
+def test_a_signed_package_carries_a_signature_its_public_key_verifies(
+    tmp_path: Path, curve: str
+) -> None:
+    signer = WaczSigner.from_pem(new_key(tmp_path, curve))
+    out = package(tmp_path, signer=signer)
+    assert_valid(out)
+    with zipfile.ZipFile(out) as zf:
+        manifest = zf.read("datapackage.json")
+        digest = json.loads(zf.read("datapackage-digest.json"))
+    signed = digest["signedData"]
+    assert signed["hash"] == digest["hash"] == "sha256:" + hashlib.sha256(manifest).hexdigest()
+    assert set(signed) == {"hash", "created", "software", "version", "signature", "publicKey"}
+    assert (signed["created"], signed["software"], signed["version"]) == (
+        "2026-10-01T06:00:00Z", "trawl test", "0.1.0"
+    )  # fmt: skip
+    assert len(base64.b64decode(signed["signature"])) == (96 if curve == "secp384r1" else 64)
+    assert verify(digest)
+    # the signature covers the hash: another manifest's hash does not verify
+    forged = {**digest, "signedData": {**signed, "hash": "sha256:" + "0" * 64}}
+    assert not verify(forged)
+    # unsigned by default
+    with zipfile.ZipFile(package(tmp_path, "plain.wacz")) as zf:
+        assert "signedData" not in json.loads(zf.read("datapackage-digest.json"))
+
+
+def test_a_key_that_cannot_sign_is_a_clear_error(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    with pytest.raises(ValueError, match=r"(?i)no such file"):
+        WaczSigner.from_pem(tmp_path / "missing.pem")
+    (tmp_path / "junk.pem").write_text("not a key\n")
+    with pytest.raises(ValueError, match=r"not an unencrypted PEM private key.*openssl ecparam"):
+        WaczSigner.from_pem(tmp_path / "junk.pem")
+    other = ed25519.Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    (tmp_path / "ed.pem").write_bytes(other)
+    with pytest.raises(ValueError, match="EC private key on P-256 or P-384"):
+        WaczSigner.from_pem(tmp_path / "ed.pem")

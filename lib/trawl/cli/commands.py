@@ -54,9 +54,11 @@ def dispatch(args: argparse.Namespace, cfg: Config) -> int | None:
     if args.command == "warc" and args.warc_command == "get":  # no JVM either
         return _warc_get(args, cfg)
     if args.command == "export" and args.export_kind == "wacz":  # a bad --out: before any JVM
-        from trawl.warc.wacz import wacz_target
+        from trawl.warc.wacz import WaczSigner, wacz_target
 
         wacz_target(args.out)
+        if args.sign_key:
+            WaczSigner.from_pem(args.sign_key)
     if args.command in READING_COMMANDS:  # reads never write: no crawl, no JVM, exit 2
         from trawl.store.lake import require_crawl
 
@@ -219,7 +221,8 @@ def _archive_command(spark: Any, cfg: Config, root: str, args: argparse.Namespac
         duplicates=args.duplicates,
     )
     if args.export_kind == "wacz":
-        emit([run_wacz_export(ctx, selection, args.out, args.title)], args.json, "export wacz")
+        made = run_wacz_export(ctx, selection, args.out, args.title, args.sign_key)
+        emit([made], args.json, "export wacz")
         return 0
     emit([run_export(ctx, selection, args.out, args.name)], args.json, "export warc")
     return 0

@@ -264,9 +264,9 @@ def _export_parser(sub: Any) -> None:
         help="the same selection as one WACZ 1.1.1 file (WARCs, CDXJ, pages, hashes)",
         description="The captures `export warc` would write, packed as a WACZ 1.1.1 file "
         "that ReplayWeb.page opens and `wacz validate` accepts: archive/*.warc.gz (stored), "
-        "indexes/index.cdxj, pages/pages.jsonl (the HTML pages: url, ts, title), "
-        "datapackage.json with the sha256 and size of each, datapackage-digest.json. "
-        "Not signed. Nothing selected is an error (exit 2).",
+        "indexes/index.cdx (CDXJ), pages/pages.jsonl (the HTML pages: url, ts, title), "
+        "datapackage.json with the sha256 and size of each, datapackage-digest.json "
+        "(signed with --sign-key). Nothing selected is an error (exit 2).",
     )
     _common(p)
     p.add_argument(
@@ -276,6 +276,12 @@ def _export_parser(sub: Any) -> None:
         "--out", required=True, metavar="FILE", help="the .wacz file (local, or s3a://...)"
     )
     p.add_argument("--title", help="the package's title (default: trawl crawl <crawl name>)")
+    p.add_argument(
+        "--sign-key",
+        metavar="PEM",
+        help="sign the package (WACZ's anonymous signature) with this EC private key "
+        "(P-256 or P-384, unencrypted PEM); its public key goes into the package",
+    )
     _selection_args(p)
 
 

@@ -24,7 +24,7 @@ from trawl.store.tables import (
 )
 from trawl.warc.cdxj import merge_indexes, write_index
 from trawl.warc.lookup import ExportResult, export_captures
-from trawl.warc.wacz import PageCapture, pages, wacz_target, write_wacz
+from trawl.warc.wacz import PageCapture, WaczSigner, pages, wacz_target, write_wacz
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -80,14 +80,19 @@ def run_export(
 
 
 def run_wacz_export(
-    ctx: JobContext, selection: Selection, out: str, title: str | None = None
+    ctx: JobContext,
+    selection: Selection,
+    out: str,
+    title: str | None = None,
+    sign_key: str | None = None,
 ) -> dict[str, Any]:
     """Pack the selected captures as the WACZ ``out`` (a local file, or one
     on an object store): their WARC files as ``export warc`` writes them,
     the CDXJ index, the HTML pages among them, the manifest with hashes
-    (``trawl.warc.wacz``). Nothing selected is an error, not an empty
-    package."""
+    (``trawl.warc.wacz``), signed with the PEM key ``sign_key`` if given.
+    Nothing selected is an error, not an empty package."""
     folder, file_name = wacz_target(out)
+    signer = WaczSigner.from_pem(sign_key) if sign_key else None
     rows = selected_captures(ctx, selection)
     if not rows:
         raise ValueError(f"export wacz: no captures match the selection ({_said(selection)})")
@@ -106,7 +111,7 @@ def run_wacz_export(
             local, result.files, index, listed, created=ctx.at,
             software=f"trawl {__version__}",
             title=title or f"trawl crawl {Path(ctx.root).name}",
-            description=_said(selection),
+            description=_said(selection), signer=signer,
         )  # fmt: skip
         size = package.size
         if target.local is None:
@@ -120,6 +125,7 @@ def run_wacz_export(
         "pages": package.pages,
         "bytes": size,
         "missing": len(result.missing),
+        "signed": signer is not None,
     }
 
 

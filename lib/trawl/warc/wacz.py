@@ -23,8 +23,12 @@ an export (``trawl.warc.lookup``) and their sorted index
   ``profile``, ``wacz_version`` and every other entry's path, sha256 hash and
   size (``resources``), then ``created`` and ``software``.
 * ``datapackage-digest.json``: the sha256 of ``datapackage.json``, so one
-  hash covers the whole package. Not signed (WACZ Signing and Verification
-  needs a signing server; the digest file is where its signature would go).
+  hash covers the whole package; with a key (``WaczSigner``), also the
+  anonymous signature of WACZ Signing and Verification 0.1.0
+  (``signedData``: ECDSA with SHA-256 over that hash, and the public key),
+  which anyone can check against the key the operator publishes. The
+  domain-identity form needs a signing server and a time-stamping authority
+  and is not written.
 
 Why our own packing and not ``wacz create`` (py-wacz): it indexes the WARC
 files again with cdxj-indexer and would be a second index writer beside
@@ -57,6 +61,7 @@ __all__ = [
     "Package",
     "Page",
     "PageCapture",
+    "WaczSigner",
     "pages",
     "pages_jsonl",
     "wacz_target",
@@ -64,6 +69,7 @@ __all__ = [
 ]
 
 WACZ_VERSION = "1.1.1"
+SIGNATURE_VERSION = "0.1.0"  # WACZ Signing and Verification
 HASH = "sha256"  # the hash of every resource and of the manifest (py-wacz's default)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
@@ -169,6 +175,70 @@ class Package:
         return self.path.stat().st_size
 
 
+class WaczSigner:
+    """Signs packages anonymously (WACZ Signing and Verification 0.1.0,
+    "Anonymous Signature"): ECDSA with SHA-256 over the UTF-8 of the
+    manifest's hash string (``sha256:<hex>``), the signature as r || s
+    (IEEE P1363, as WebCrypto verifies it) and the public key as DER
+    SubjectPublicKeyInfo, both base64. The key is the operator's, a PEM EC
+    private key (P-256 or P-384, unencrypted); who holds it is for the
+    operator to publish."""
+
+    def __init__(self, key: Any) -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name not in (
+            "secp256r1",
+            "secp384r1",
+        ):
+            raise ValueError("a WACZ signing key must be an EC private key on P-256 or P-384")
+        self.key = key
+
+    @classmethod
+    def from_pem(cls, path: str | Path) -> WaczSigner:
+        """The key in the PEM file ``path``; a clear error for anything else."""
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise ValueError(f"--sign-key {path}: {exc.strerror or exc}") from None
+        try:
+            key = load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                f"--sign-key {path}: not an unencrypted PEM private key ({exc}); make one with "
+                "`openssl ecparam -name secp384r1 -genkey -noout -out key.pem`"
+            ) from None
+        try:
+            return cls(key)
+        except ValueError as exc:
+            raise ValueError(f"--sign-key {path}: {exc}") from None
+
+    def signed_data(self, digest: str, created: str, software: str) -> dict[str, str]:
+        """The ``signedData`` object of ``datapackage-digest.json``."""
+        import base64
+
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+        r, s = decode_dss_signature(self.key.sign(digest.encode(), ec.ECDSA(hashes.SHA256())))
+        size = (self.key.curve.key_size + 7) // 8
+        public = self.key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        signature = r.to_bytes(size, "big") + s.to_bytes(size, "big")
+        return {
+            "hash": digest,
+            "created": created,
+            "software": software,
+            "version": SIGNATURE_VERSION,
+            "signature": base64.b64encode(signature).decode(),
+            "publicKey": base64.b64encode(public).decode(),
+        }
+
+
 def write_wacz(
     path: Path,
     warcs: Sequence[Path],
@@ -179,10 +249,11 @@ def write_wacz(
     software: str,
     title: str | None = None,
     description: str | None = None,
+    signer: WaczSigner | None = None,
 ) -> Package:
     """Pack ``warcs``, their CDXJ ``index`` and the pages ``listed`` into the
     WACZ at ``path``, replaced whole or not at all (a hidden ``.part`` file
-    renamed at the end)."""
+    renamed at the end); signed by ``signer`` if given."""
     names = [w.name for w in warcs]
     if len(set(names)) != len(names):
         raise ValueError(f"WARC file names repeat: {sorted(names)}")
@@ -198,7 +269,7 @@ def write_wacz(
             package.resources.append(_add_bytes(zf, PAGES, pages_jsonl(listed), when))
             manifest = _manifest(package.resources, created, software, title, description)
             _add_bytes(zf, MANIFEST, manifest, when)
-            _add_bytes(zf, DIGEST, _digest(manifest), when)
+            _add_bytes(zf, DIGEST, _digest(manifest, signer, created, software), when)
         os.replace(part, path)
     finally:
         part.unlink(missing_ok=True)
@@ -223,15 +294,21 @@ def _manifest(
         manifest["title"] = title
     if description:
         manifest["description"] = description  # Markdown; plain text is Markdown
-    manifest["created"] = created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    manifest["created"] = _iso(created)
     manifest["software"] = software
     return json.dumps(manifest, indent=2).encode()
 
 
-def _digest(manifest: bytes) -> bytes:
-    return json.dumps(
-        {"path": MANIFEST, "hash": f"{HASH}:{hashlib.new(HASH, manifest).hexdigest()}"}, indent=2
-    ).encode()
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _digest(manifest: bytes, signer: WaczSigner | None, created: datetime, software: str) -> bytes:
+    digest = f"{HASH}:{hashlib.new(HASH, manifest).hexdigest()}"
+    out: dict[str, Any] = {"path": MANIFEST, "hash": digest}
+    if signer is not None:
+        out["signedData"] = signer.signed_data(digest, _iso(created), software)
+    return json.dumps(out, indent=2).encode()
 
 
 def _resource(arcname: str, hasher: Any, size: int) -> dict[str, Any]:
