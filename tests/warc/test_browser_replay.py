@@ -31,7 +31,7 @@ broken replay.
 One pywb server (a collection per form), one viewer and one browser serve
 the module.
 The screenshot stays in the test's directory; with ``TRAWL_KEEP_SCREENSHOT``
-set to a path it is copied there too, for the README (both forms give the
+set to a path it is copied there too, for the docs (both forms give the
 same picture; the last one taken stays).
 """
 
