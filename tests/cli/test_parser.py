@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trawl.cli import build_parser
@@ -66,3 +68,17 @@ def test_export_wacz_takes_the_selection_flags_of_export_warc() -> None:
     assert {k: getattr(wacz, k) for k in keys} == {k: getattr(warc, k) for k in keys}
     assert wacz.export_kind == "wacz" and wacz.out == "x.wacz" and wacz.title is None
     assert wacz.duplicates is False
+
+
+def test_demo_archive_turns_requisite_capture_on_unless_set(tmp_path: Path) -> None:
+    from trawl.config import load_config
+    from trawl.demo import crawl_config
+
+    assert not build_parser().parse_args(["demo"]).archive
+    assert build_parser().parse_args(["demo", "--archive"]).archive
+    hosts = tmp_path / "hosts"
+    assert not crawl_config(load_config(None, [], environ={}), hosts, []).requisites.capture
+    assert crawl_config(load_config(None, [], environ={}), hosts, [], True).requisites.capture
+    given = ["requisites.capture=false"]
+    cfg = load_config(None, given, environ={})
+    assert not crawl_config(cfg, hosts, given, True).requisites.capture
