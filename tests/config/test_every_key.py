@@ -248,6 +248,7 @@ OUT_OF_RANGE: dict[str, list[float]] = {
     "budget.defer_s": [0, 2_592_001],  # above defer_max_s
     "budget.defer_max_s": [0, 86_399],  # below defer_s
     "budget.seed_host_pages": [0],
+    "budget.farm_min_hosts": [-1],
     "schedule.min_interval_s": [0, -1, 7_776_001],  # above max_interval_s
     "schedule.max_interval_s": [0, 86_399],  # below min_interval_s
     "schedule.prior_change_interval_s": [0, -1],
@@ -304,6 +305,7 @@ IN_RANGE: dict[str, list[float]] = {
     "traps.pattern_window": [4],  # = pattern_min_visits
     "traps.pattern_bad_share": [1],
     "budget.min_pages": [1000],  # = max_pages
+    "budget.farm_min_hosts": [0],  # off
     "schedule.due_change_prob": [0, 0.99],
     "schedule.adaptive_dec_rate": [0, 0.99],
     "schedule.prior_visits": [0],

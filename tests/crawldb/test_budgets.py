@@ -9,6 +9,7 @@ from trawl.crawldb.budgets import (
     counter_key,
     counter_step,
     defer_interval_s,
+    farm_like,
     mask_segment,
     path_pattern,
 )
@@ -108,3 +109,21 @@ def test_counter_key_masks_digits_after_the_origin() -> None:
         == "http://w7.farm.test:81/cal/0/0/?d=0"
     )
     assert counter_key("not a url 12") == "not a url 0"
+
+
+@pytest.mark.parametrize(
+    ("hosts", "links", "pages", "farm"),
+    [
+        (48, 50, 5, True),  # ten different siblings on each of five pages
+        (432, 1000, 100, True),  # a farm of 500 hosts, a hundred pages into it
+        (30, 300, 20, False),  # menus by section: each sibling on ten pages
+        (40, 40, 20, False),  # menus left out, two more a page
+        (140, 140, 140, False),  # one sibling per page: a directory's entries
+        (38, 40, 4, False),  # four pages: too few to tell
+        (19, 50, 5, False),  # fewer siblings than farm_min_hosts
+        (0, 0, 50, False),
+    ],
+)
+def test_farm_like(hosts: int, links: int, pages: int, farm: bool) -> None:
+    assert farm_like(hosts, links, pages, 20) is farm
+    assert farm_like(hosts, links, pages, 0) is False  # off

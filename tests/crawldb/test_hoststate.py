@@ -318,3 +318,17 @@ def test_a_probe_counts_for_politeness_but_is_no_page_fetch() -> None:
     assert new["resp_time_avg_s"] == pytest.approx(0.1)
     failing = merge_host(None, HOST, [probe_row("retry")], None, AT, SEG, BASE)
     assert (failing["consecutive_failures"], failing["fetches"]) == (1, 0)
+
+
+def test_sibling_counts_of_a_telling_segment_replace_the_last_ones() -> None:
+    farm = {"sibling_pages": 5, "sibling_hosts": 48, "sibling_links": 50}
+    first = merge_host(None, HOST, [visit("success")], None, AT, "seg1", BASE, siblings=farm)
+    assert {k: first[k] for k in farm} == farm and first["sibling_segment"] == "seg1"
+    # four pages with links tell nothing: the counts stay
+    one = {"sibling_pages": 4, "sibling_hosts": 0, "sibling_links": 0}
+    kept = merge_host(first, HOST, [visit("success")], None, AT, "seg2", BASE, siblings=one)
+    assert {k: kept[k] for k in farm} == farm and kept["sibling_segment"] == "seg1"
+    # five or more do, whatever they link (nothing: the verdict is cleared)
+    quiet = {"sibling_pages": 12, "sibling_hosts": 0, "sibling_links": 0}
+    now = merge_host(kept, HOST, [visit("success")], None, AT, "seg3", BASE, siblings=quiet)
+    assert {k: now[k] for k in farm} == quiet and now["sibling_segment"] == "seg3"

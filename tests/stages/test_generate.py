@@ -245,9 +245,10 @@ def _budget_run(
     spark: Any, tmp_path: Path, deferrals: int | None, named: dict[str, str] | None = None,
     settings: tuple[str, ...] = (), extra: list[dict[str, Any]] = (),
     budgets: dict[str, int] | None = None, starved: list[Any] | None = None,
+    host_fields: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[Counter[str], list[Any]]:  # fmt: skip
     """``budgets``: domain policies' page caps; ``starved`` gets
-    ``starved_seed_domains``' rows."""
+    ``starved_seed_domains``' rows; ``host_fields``: hostdb values by host."""
     from trawl.stages.generate import choose, over_budget, starved_seed_domains
     from trawl.stages.ranking import rank_due
     from trawl.store.schemas import DOMAINLINKS_SCHEMA
@@ -264,9 +265,10 @@ def _budget_run(
     links = [(a, "popular.test", "s0", "s0") for a in ("a.test", "b.test", "c.test")]
     links += [("farm.test", "popular.test", "s0", "s0"), ("popular.test", "farm.test", "s0", "s0")]
     hostdb = [
-        {**dict.fromkeys(HOSTDB_SCHEMA.fieldNames()), "host": h, "ip": f"10.1.0.{i}"}
+        {**dict.fromkeys(HOSTDB_SCHEMA.fieldNames()), "host": h, "ip": f"10.1.0.{i}",
+         **(host_fields or {}).get(h, {})}
         for i, h in enumerate(BUDGET_HOSTS)
-    ]
+    ]  # fmt: skip
     policy = [
         {**dict.fromkeys(POLICY_SCHEMA.fieldNames()), "scope": "domain", "target": d,
          "action": "budget", "max_pages_per_cycle": n, "set_at": AT - timedelta(hours=1)}
@@ -338,6 +340,45 @@ def test_hosts_the_operator_named_are_not_held_to_their_domains_budget(
     hosts, deferred = _budget_run(spark, tmp_path, None, named, ("budget.trust_seed_domains=true",))
     assert _by_domain(hosts)["farm.test"] == 40
     assert not [r for r in deferred if r["url"].split("/")[2].endswith("farm.test")]
+
+
+def test_farm_like_col_agrees_with_farm_like(spark: Any) -> None:
+    from trawl.crawldb.budgets import farm_like
+    from trawl.stages.ranking import farm_like_col
+
+    grid = [(h, lk, p) for h in (0, 19, 20, 21, 60) for lk in (0, 20, 60, 79, 80, 84, 239, 240)
+            for p in (0, 4, 5, 6, 20, 26, 27, 28)]  # fmt: skip
+    grid.append((None, None, None))
+    df = spark.createDataFrame(grid, "sibling_hosts int, sibling_links int, sibling_pages int")
+    got = [r[0] for r in df.select(farm_like_col(20)).collect()]
+    want = [farm_like(h or 0, lk or 0, p or 0, 20) for h, lk, p in grid]
+    assert got == want
+
+
+def test_a_named_host_that_links_out_like_a_farm_is_budgeted_with_its_domain(
+    spark: Any, tmp_path: Path
+) -> None:
+    # w0 and w1 were seeded; w0's pages of its last telling segment linked
+    # 48 unnamed farm hosts, ten from each of five pages: a farm's front page.
+    # w1's pages link 30 by section, each from ten of its 20 pages: a site's.
+    named = {"w0.farm.test": "seed", "w1.farm.test": "seed"}
+    fields = {
+        "w0.farm.test": {"sibling_pages": 5, "sibling_hosts": 48, "sibling_links": 50},
+        "w1.farm.test": {"sibling_pages": 20, "sibling_hosts": 30, "sibling_links": 300},
+    }
+    hosts, deferred = _budget_run(spark, tmp_path, None, named, host_fields=fields)
+    assert hosts["w1.farm.test"] == 4  # trusted: all its pages
+    # w0 shares the farm's STAR budget (10) with the eight unnamed hosts
+    assert sum(n for h, n in hosts.items() if h.endswith("farm.test") and h != "w1.farm.test") == 10
+    reasons = Counter((r["url"].split("/")[2], r["deferred_reason"]) for r in deferred)
+    assert {h for h, _ in reasons if h.endswith("farm.test")} - {"w1.farm.test"}
+    assert all(why == "budget/farm" for (h, why) in reasons if h == "w0.farm.test")
+    assert all(why == "budget/domain" for (h, why) in reasons if h != "w0.farm.test")
+    # the test off, or the whole domain trusted by the operator: w0 is trusted
+    for setting in ("budget.farm_min_hosts=0", "budget.trust_seed_domains=true"):
+        hosts, deferred = _budget_run(spark, tmp_path, None, named, (setting,), host_fields=fields)
+        assert hosts["w0.farm.test"] == 4, setting
+        assert not [r for r in deferred if "//w0.farm.test/" in r["url"]], setting
 
 
 def test_a_domain_policy_page_cap_is_the_domains_budget_up_or_down(
@@ -413,7 +454,7 @@ def test_a_pattern_of_duplicates_gets_only_its_probes_even_on_a_seeded_host(
 
 
 def test_a_redirect_from_a_seed_names_its_target_within_the_domain(spark: Any) -> None:
-    from trawl.stages.ranking import trusted_hosts
+    from trawl.stages.traps import trusted_hosts
 
     rows = [("http://example.org/", "example.org", "seed", 0),
             ("https://www.example.org/", "example.org", "redirect", 0),

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from tests.stages.daily import DailyCrawl, across_segments, run_days
 from trawl.config import load_config
-from trawl.crawldb.budgets import path_pattern
+from trawl.crawldb.budgets import farm_like, path_pattern
 from trawl.runner import (
     run_generate,
     run_inject,
@@ -112,14 +112,35 @@ def test_new_urls_stay_within_the_caps_each_segment(crawl: Crawl) -> None:
 def test_the_link_farm_stays_within_its_domain_budget(crawl: Crawl) -> None:
     fetched = crawl.fetched_pages().filter(F.col("host").endswith("." + FARM_DOMAIN)).collect()
     # the farm's entrance is seeded: a budget group of its own (within the
-    # host cap); the hosts it leads to share the domain's
+    # host cap) until its pages show it links out like a farm; the hosts it
+    # leads to share the domain's
     entrance = TRAP_HOSTS["linkfarm"]
     per_segment = Counter(r["segment"] for r in fetched if r["host"] != entrance)
     # nothing outside the farm links to it: the minimum budget, every segment
     assert per_segment and max(per_segment.values()) <= MIN_PAGES
     deferred = crawl.table("crawldb").filter(F.col("domain") == FARM_DOMAIN)
-    deferred = deferred.filter("deferred_reason = 'budget/domain'").count()
-    assert deferred > 0
+    reasons = Counter(
+        (r["host"] == entrance, r["deferred_reason"])
+        for r in deferred.filter("deferred_reason IS NOT NULL").collect()
+    )
+    assert reasons[(False, "budget/domain")] > 0
+    assert set(reasons) <= {(False, "budget/domain"), (True, "budget/farm")}
+
+
+def test_a_seeded_farm_entrance_loses_its_trust(crawl: Crawl) -> None:
+    entrance = TRAP_HOSTS["linkfarm"]
+    (host,) = crawl.table("hostdb").filter(F.col("host") == entrance).collect()
+    judged = host["sibling_segment"]
+    assert judged is not None, "no segment fetched enough of the entrance's pages to judge it"
+    assert farm_like(host["sibling_hosts"], host["sibling_links"], host["sibling_pages"], 20)
+    # from the segment after the verdict, the entrance counts in the domain's budget
+    later = crawl.segments[crawl.segments.index(judged) + 1 :]
+    assert later, "judged in the last segment: nothing to check"
+    fetched = crawl.fetched_pages().filter(F.col("host").endswith("." + FARM_DOMAIN))
+    per_segment = Counter(r["segment"] for r in fetched.collect() if r["segment"] in later)
+    assert max(per_segment.values()) <= MIN_PAGES
+    # and its siblings' links are what judged it: it was seeded
+    assert entrance in {_host(u) for u in crawl.seeds}
 
 
 def test_session_ids_are_stripped_and_shapes_refused(crawl: Crawl) -> None:
@@ -177,7 +198,7 @@ def test_every_url_kept_out_has_a_reason_in_sql_and_stats(crawl: Crawl) -> None:
     assert reasons.get("cap/new_per_pattern", 0) > 0
     assert all(r.startswith(("normalize/", "filter/", "cap/", "trap/")) for r in reasons), reasons
     assert sum(r["rejected"] or 0 for r in stats["segments"]) == sum(reasons.values())
-    assert {r["reason"] for r in stats["deferred"]} == {"budget/domain"}
+    assert {r["reason"] for r in stats["deferred"]} == {"budget/domain", "budget/farm"}
     # the farm per domain: one host named (its seeded entrance), the rest on
     # the minimum STAR budget, deferred for it
     farm = next(r for r in stats["domains"] if r["domain"] == FARM_DOMAIN)

@@ -12,7 +12,7 @@ from typing import Any
 from trawl.config import load_config
 from trawl.crawldb.budgets import path_pattern
 from trawl.stages.common import StageContext
-from trawl.stages.traps import KEY, bad_patterns, cap_new_urls, domain_pairs
+from trawl.stages.traps import KEY, bad_patterns, cap_new_urls, domain_pairs, sibling_evidence
 from trawl.stages.updatedb import LINK_SCHEMA
 from trawl.url.keys import url_fingerprint
 
@@ -164,6 +164,45 @@ def test_domain_pairs_are_distinct_registered_domains(spark: Any) -> None:
     fetch = spark.createDataFrame(rows, f"host string, outcome string, outlinks array<{link}>")
     pairs = {(r["from_domain"], r["to_domain"]) for r in domain_pairs(fetch).collect()}
     assert pairs == {("example.test", "other.test"), ("farm.test", "example.test")}
+
+
+def test_sibling_evidence_counts_unnamed_siblings_but_menus(spark: Any) -> None:
+    link = "struct<url:string,nofollow:boolean>"
+
+    def page(host: str, n: int, targets: list[str], kind: str = "page") -> tuple[Any, ...]:
+        links = [(f"http://{t}/p", False) for t in targets] + [(f"http://{host}/x", False)]
+        return (kind, f"http://{host}/{n}", host, "success", links)
+
+    rows = [
+        # w0: six pages, each linking three farm hosts of its own, and the
+        # named w9 and the menu's m1 on every page; one nofollow and one
+        # other-domain link besides
+        *[page("w0.farm.test", n, [f"w{10 + 3 * n + k}.farm.test" for k in range(3)]
+               + ["w9.farm.test", "m1.farm.test"]) for n in range(6)],
+        ("page", "http://w0.farm.test/6", "w0.farm.test", "success",
+         [("http://w50.farm.test/", True), ("http://a.example.test/", False)]),
+        page("w0.farm.test", 7, ["w60.farm.test"], kind="robots"),  # not a page
+        # a.example.test: two pages linking only across domains
+        page("a.example.test", 0, ["b.other.test"]),
+        page("a.example.test", 1, ["b.other.test"]),
+    ]  # fmt: skip
+    fetch = spark.createDataFrame(
+        rows, f"kind string, url string, host string, outcome string, outlinks array<{link}>"
+    )
+    crawldb = spark.createDataFrame(
+        [("http://w9.farm.test/", "w9.farm.test", "farm.test", "seed", 0, 0)],
+        "url string, host string, domain string, source string, depth int, host_bucket int",
+    )
+    ctx = StageContext(load_config(None, ["crawl.host_buckets=1"], environ={}), "seg2", AT)
+    got = {r["host"]: r.asDict() for r in sibling_evidence(fetch, crawldb, ctx).collect()}
+    assert got["w0.farm.test"] == {"host": "w0.farm.test", "sibling_pages": 7,
+                                   "sibling_hosts": 18, "sibling_links": 18}  # fmt: skip
+    assert got["a.example.test"]["sibling_hosts"] == 0
+    assert got["a.example.test"]["sibling_pages"] == 2
+    # nothing links a sibling: no crawldb read, zeros
+    alone = fetch.filter("host = 'a.example.test'")
+    (row,) = sibling_evidence(alone, crawldb, ctx).collect()
+    assert (row["sibling_pages"], row["sibling_hosts"], row["sibling_links"]) == (2, 0, 0)
 
 
 def test_a_host_parameter_that_only_changes_ids_is_learned(spark: Any) -> None:

@@ -185,6 +185,7 @@ class BudgetConfig:
     defer_max_s: float = 2_592_000.0
     seed_host_pages: int = 1000
     trust_seed_domains: bool = False
+    farm_min_hosts: int = 20
 
 
 @dataclass(frozen=True)

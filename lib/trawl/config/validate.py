@@ -160,6 +160,7 @@ RANGES: dict[str, Bound] = {
     "budget.defer_s": POSITIVE,
     "budget.defer_max_s": POSITIVE,
     "budget.seed_host_pages": AT_LEAST_ONE,
+    "budget.farm_min_hosts": NOT_NEGATIVE,
     "schedule.min_interval_s": POSITIVE,
     "schedule.max_interval_s": POSITIVE,
     "schedule.prior_change_interval_s": POSITIVE,

@@ -31,6 +31,17 @@ Billion Pages and Beyond", WWW 2008):
   earns nothing beyond the minimum however many pages it has. The in-links
   are the ``domainlinks`` table, the domain graph updatedb gathers from every
   segment's followed links.
+* **Link farms behind a seed** (``budget.farm_min_hosts``): a host the
+  operator named gets a budget of its own, but a named host can be a link
+  farm's front page. A farm's pages each link to several other hosts of the
+  farm's registered domain, a different few on every page (wildcard DNS
+  mints them by the thousand); a real site links to its sister hosts from a
+  menu, the same ones on every page, or to one of them from a page about
+  it. updatedb counts, per host and segment, the links from its pages to
+  hosts of its registered domain that the operator did not name
+  (:func:`farm_like`); a named host whose last telling count looks like a
+  farm loses its trust and is budgeted with its domain, as a discovered
+  host is.
 * **Deferral, not deletion** (IRLbot's BEAST, "Budget Enforcement with Anti-Spam
   Tactics"): a due URL over its domain's budget is not dropped but put off for
   ``budget.defer_s``, doubling with each deferral in a row up to
@@ -47,10 +58,14 @@ import re
 
 __all__ = [
     "COUNTER_DIGITS",
+    "FARM_LINKS_PER_PAGE",
+    "FARM_MIN_PAGES",
+    "FARM_PAGES_PER_SIBLING",
     "ORIGIN_PREFIX",
     "counter_key",
     "counter_step",
     "defer_interval_s",
+    "farm_like",
     "mask_segment",
     "path_pattern",
 ]
@@ -121,3 +136,35 @@ def defer_interval_s(deferrals: int, base_s: float, max_s: float) -> float:
     if deferrals < 0:
         raise ValueError(f"deferrals must not be negative, got {deferrals}")
     return min(max_s, base_s * 2.0 ** min(deferrals, 64))
+
+
+#: Pages of a segment with links before a verdict: a portal's home alone
+#: cannot tell a menu from a farm, nor can a couple of pages.
+FARM_MIN_PAGES = 5
+#: A farm's page links several sibling hosts; a page about one (a
+#: directory's entry) links one.
+FARM_LINKS_PER_PAGE = 3.0
+#: A farm links a different few siblings on every page, so each is linked
+#: from few of its pages; menus that differ by section repeat theirs on
+#: every page of the section.
+FARM_PAGES_PER_SIBLING = 4.0
+
+
+def farm_like(sibling_hosts: int, sibling_links: int, sibling_pages: int, min_hosts: int) -> bool:
+    """Do a host's pages of one segment link out like a link farm's?
+
+    ``sibling_pages``: its pages with links; ``sibling_hosts``: the other
+    hosts of its registered domain, not named by the operator, that they
+    link, menus left out (a sibling linked from more than half of the pages);
+    ``sibling_links``: the (page, such host) pairs. A farm: at least
+    ``min_hosts`` such siblings (0 turns the test off), ``FARM_LINKS_PER_PAGE``
+    or more a page, each from fewer than ``FARM_PAGES_PER_SIBLING`` pages on
+    average, judged on ``FARM_MIN_PAGES`` pages or more.
+    """
+    if min_hosts <= 0 or sibling_pages < FARM_MIN_PAGES:
+        return False
+    return (
+        sibling_hosts >= min_hosts
+        and sibling_links >= FARM_LINKS_PER_PAGE * sibling_pages
+        and sibling_links < FARM_PAGES_PER_SIBLING * sibling_hosts
+    )

@@ -24,6 +24,10 @@ the host's remembered one (``soft404_*``: status, sha256 and echo-free simhash
 of a 2xx, target of a redirect, ``trawl.dedup.soft404.from_probe``); a probe that
 failed or was not sent teaches nothing, so the last answer stays and the next
 segment asks again.
+The segment's links to sibling hosts (``trawl.crawldb.budgets.farm_like``), counted
+when ``FARM_MIN_PAGES`` or more of the host's pages had links, replace the
+earlier counts: the last telling segment judges whether a named host links
+out like a farm.
 Probe rows, like robots.txt rows, count for the politeness state (timing,
 failures) but are not page fetches.
 """
@@ -34,11 +38,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from trawl.crawldb.budgets import FARM_MIN_PAGES
 from trawl.crawldb.status import FetchOutcome
 from trawl.dedup.soft404 import from_probe, hostdb_fields
 from trawl.net.robots import DEFERRED_UNREACHABLE, UNREACHABLE_REASONS
 
 Row = dict[str, Any]
+SIBLING_FIELDS = ("sibling_pages", "sibling_hosts", "sibling_links")
 
 FAILURES_BEFORE_PAUSE = 10  # politeness.max_failures
 PAUSE = timedelta(days=1)  # politeness.failure_pause_s
@@ -65,17 +71,23 @@ def merge_host(
     pause: timedelta = PAUSE,
     probe: Row | None = None,
     robots_hold: timedelta = ROBOTS_HOLD,
+    siblings: Row | None = None,
 ) -> Row:
     """New hostdb row from the old one (or None), this segment's visits (dicts
     with kind, fetched_at, outcome, delay_s, elapsed_s, ip, robots_decision
     and error, in time order; robots.txt fetches are kind "robots", soft-404
     probes kind "probe"), its
     latest robots.txt fetch row and its soft-404 probe row (or None). ``base``
-    gives host_bucket and domain for a host seen the first time."""
+    gives host_bucket and domain for a host seen the first time.
+    ``siblings``: the segment's link counts of ``trawl.crawldb.budgets.farm_like``
+    (sibling_pages, sibling_hosts, sibling_links); they replace the host's
+    earlier ones when ``FARM_MIN_PAGES`` or more of its pages had links."""
     if old is not None and old.get("last_segment") == segment:
         return old  # already applied: idempotent re-run
     new: Row = dict(old) if old else {"host": host, **base, "fetches": 0, "status_counts": {}}
     new["last_segment"] = segment
+    if siblings is not None and (siblings.get("sibling_pages") or 0) >= FARM_MIN_PAGES:
+        new.update({k: siblings.get(k) or 0 for k in SIBLING_FIELDS}, sibling_segment=segment)
     if robots is not None:
         _robots(new, robots)
     answer = from_probe(probe) if probe is not None else None

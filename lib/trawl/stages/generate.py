@@ -45,7 +45,8 @@ from trawl.stages.common import (
     release,
     sql_in,
 )
-from trawl.stages.ranking import due_urls, rank_due, rank_order, trusted_hosts
+from trawl.stages.ranking import due_urls, rank_due, rank_order
+from trawl.stages.traps import trusted_hosts
 from trawl.store.schemas import CAPTURE_TYPE, FETCHLIST_SCHEMA
 from trawl.store.tables import Merge
 
@@ -107,7 +108,8 @@ def _left_out_by_budget() -> Column:
 def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
     """Due URLs left out by their domain's budget alone (within every other
     cap): to be deferred (BEAST), each with its new due time and count.
-    Deferrals in a row double the wait (``trawl.crawldb.budgets.defer_interval_s``)."""
+    Deferrals in a row double the wait (``trawl.crawldb.budgets.defer_interval_s``);
+    ``deferred_reason`` says which budget."""
     b = ctx.cfg.budget
     over = ranked.filter(_left_out_by_budget())
     deferrals = F.coalesce(F.col("deferrals"), F.lit(0))
@@ -120,6 +122,8 @@ def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
         "url",
         F.timestamp_seconds(F.lit(ctx.at.timestamp()) + wait_s).alias("next_fetch_at"),
         (deferrals + 1).alias("deferrals"),
+        # a named host budgeted with its domain for linking out like a farm
+        F.when(F.col("farm"), "budget/farm").otherwise("budget/domain").alias("deferred_reason"),
     )
 
 
@@ -337,7 +341,7 @@ def mark_generated(
     )  # fmt: skip
     put_off = deferred.select(
         "host_bucket", "url_fp", "url", "next_fetch_at", "deferrals", F.lit("defer").alias("_op"),
-        F.lit("budget/domain").alias("deferred_reason"),
+        "deferred_reason",
     )  # fmt: skip
     source = chosen.unionByName(put_off).select(
         "*", F.lit(ctx.segment).alias("generated_segment"), at.alias("at")

@@ -4,7 +4,7 @@ Idempotent: a URL already in crawldb is left as it is (counted as a
 duplicate), so injecting the same file twice changes nothing the second time
 -- except that a URL crawldb knew from a link becomes a seed (``source`` and
 depth 0, counted as ``named``): the operator named its host, which lifts the
-host's domain budget (``trawl.stages.ranking.trusted_hosts``).
+host's domain budget (``trawl.stages.traps.trusted_hosts``).
 """
 
 from __future__ import annotations

@@ -20,13 +20,17 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from trawl.crawldb.admission import NAMED_SOURCES
+from trawl.crawldb.budgets import (
+    FARM_LINKS_PER_PAGE,
+    FARM_MIN_PAGES,
+    FARM_PAGES_PER_SIBLING,
+)
 from trawl.net.resolver import AddressRefused, Resolver
 from trawl.stages.common import (
     StageContext,
     map_records,
 )
-from trawl.stages.traps import bad_patterns
+from trawl.stages.traps import bad_patterns, trusted_hosts
 
 # What a due URL carries through the ranking windows: the fetch list's own
 # columns, the ranking keys and the caps (``rank_due``).
@@ -34,7 +38,8 @@ RANKED_COLUMNS = (
     "url", "url_fp", "host", "host_bucket", "domain", "host_ip", "group", "gap", "first",
     "score", "depth", "counter_run", "status", "source", "is_sitemap", "etag", "last_modified",
     "content_sha256", "stored_capture", "deferrals", "priority", "overdue", "host_cap",
-    "static_domain_cap", "budget", "trusted", "budget_group", "budget_cap", "policy_domain_cap",
+    "static_domain_cap", "budget", "trusted", "farm", "budget_group", "budget_cap",
+    "policy_domain_cap",
 )  # fmt: skip
 # No cap: what a domain without a policy page cap is ranked against.
 UNCAPPED = 1_000_000_000
@@ -172,34 +177,44 @@ def domain_budgets(domainlinks: DataFrame, ctx: StageContext) -> DataFrame:
     return linking.select("domain", "linking_domains", budget.cast("int").alias("budget"))
 
 
-def trusted_hosts(crawldb: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The hosts the operator named and the registered domains they are in:
-    ((host), (domain)). A host is named by a seed or a sitemap URL given to
-    ``inject`` (depth 0), or is where such a URL redirected within its
-    registered domain (``http://example.org/`` to ``https://www.example.org/``:
-    the site the operator meant). Links never name a host, whichever host they
-    come from: trust does not spread by links (``budget.trust_seed_domains``
-    extends it to the seeds' registered domains)."""
-    roots = crawldb.filter(F.coalesce(F.col("depth"), F.lit(0)) == 0)
-    named = roots.filter(F.col("source").isin(*NAMED_SOURCES)).select("host", "domain")
-    domains = named.select("domain").distinct()
-    redirected = roots.filter(F.col("source") == "redirect").select("host", "domain")
-    hosts = named.unionByName(redirected.join(domains, "domain", "left_semi")).select("host")
-    return hosts.distinct(), domains
+def farm_like_col(min_hosts: int) -> Column:
+    """``trawl.crawldb.budgets.farm_like`` over hostdb's ``sibling_*`` counts
+    (false where a host has none, or with ``min_hosts`` 0)."""
+    if min_hosts <= 0:
+        return F.lit(False)
+    hosts, links, pages = (
+        F.coalesce(F.col(c), F.lit(0)) for c in ("sibling_hosts", "sibling_links", "sibling_pages")
+    )
+    return (
+        (pages >= FARM_MIN_PAGES)
+        & (hosts >= min_hosts)
+        & (links >= F.lit(FARM_LINKS_PER_PAGE) * pages)
+        & (links < F.lit(FARM_PAGES_PER_SIBLING) * hosts)
+    )
 
 
 def with_trust(due: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
     """``due`` with ``trusted``: its host was named by the operator
-    (``trusted_hosts``), or, with ``budget.trust_seed_domains``, is in a
-    named host's registered domain."""
+    (``trusted_hosts``) and does not link out like a link farm (hostdb's
+    counts: ``farm_like_col``), or, with ``budget.trust_seed_domains``, is in
+    a named host's registered domain; and ``farm``: named, but not trusted
+    for linking out like a farm."""
     hosts, domains = trusted_hosts(crawldb)
     if ctx.cfg.budget.trust_seed_domains:
-        keyed, by = domains, "domain"
-    else:
-        keyed, by = hosts, "host"
-    flagged = keyed.withColumn("trusted", F.lit(True))
-    return due.join(flagged, by, "left").withColumn(
-        "trusted", F.coalesce(F.col("trusted"), F.lit(False))
+        flagged = domains.withColumn("named", F.lit(True))
+        return (
+            due.join(flagged, "domain", "left")
+            .withColumn("trusted", F.coalesce(F.col("named"), F.lit(False)))
+            .withColumn("farm", F.lit(False))
+            .drop("named")
+        )
+    named = F.coalesce(F.col("named"), F.lit(False))
+    farm = named & F.coalesce(F.col("farm"), F.lit(False))
+    return (
+        due.join(hosts.withColumn("named", F.lit(True)), "host", "left")
+        .withColumn("trusted", named & ~farm)
+        .withColumn("farm", farm)
+        .drop("named")
     )
 
 
@@ -270,6 +285,7 @@ def rank_due(
     hosts = hostdb.select(
         "host", F.col("ip").alias("host_ip"), "backoff_until", "delay_s", "crawl_delay_s",
         "robots_fetched_at", "robots_unreachable_since", "soft404_probed_at",
+        farm_like_col(b.farm_min_hosts).alias("farm"),
     )  # fmt: skip
     due = (
         with_addresses(due_urls(crawldb, ctx).join(hosts, "host", "left"), ctx)
@@ -320,7 +336,11 @@ def rank_due(
         )
         due = with_trust(due, crawldb, ctx)
     else:
-        due = due.withColumn("budget", F.lit(None).cast("int")).withColumn("trusted", F.lit(False))
+        due = (
+            due.withColumn("budget", F.lit(None).cast("int"))
+            .withColumn("trusted", F.lit(False))
+            .withColumn("farm", F.lit(False))
+        )
     budget_group = F.when(F.col("trusted"), F.concat(F.lit("host:"), F.col("host"))).otherwise(
         F.col("domain")
     )

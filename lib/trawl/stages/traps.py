@@ -17,10 +17,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from trawl.crawldb.admission import NAMED_SOURCES
 from trawl.crawldb.budgets import COUNTER_DIGITS, ORIGIN_PREFIX
-from trawl.stages.common import StageContext, map_records
+from trawl.stages.common import StageContext, map_records, materialize, sql_in
 from trawl.store.schemas import DOMAINLINKS_SCHEMA, HOSTPARAMS_SCHEMA
-from trawl.url.keys import registered_domain
+from trawl.url.keys import host_bucket, registered_domain
 from trawl.url.sessionparams import param_variants
 
 KEY = ["host_bucket", "url_fp", "url"]
@@ -335,4 +336,81 @@ def new_domain_links(pairs: DataFrame, domainlinks: DataFrame, ctx: StageContext
         .withColumn("first_segment", F.lit(ctx.segment))
         .withColumn("last_segment", F.lit(ctx.segment))
         .select(*DOMAINLINKS_SCHEMA.fieldNames())
+    )
+
+
+def trusted_hosts(crawldb: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The hosts the operator named and the registered domains they are in:
+    ((host), (domain)). A host is named by a seed or a sitemap URL given to
+    ``inject`` (depth 0), or is where such a URL redirected within its
+    registered domain (``http://example.org/`` to ``https://www.example.org/``:
+    the site the operator meant). Links never name a host, whichever host they
+    come from: trust does not spread by links (``budget.trust_seed_domains``
+    extends it to the seeds' registered domains)."""
+    roots = crawldb.filter(F.coalesce(F.col("depth"), F.lit(0)) == 0)
+    named = roots.filter(F.col("source").isin(*NAMED_SOURCES)).select("host", "domain")
+    domains = named.select("domain").distinct()
+    redirected = roots.filter(F.col("source") == "redirect").select("host", "domain")
+    hosts = named.unionByName(redirected.join(domains, "domain", "left_semi")).select("host")
+    return hosts.distinct(), domains
+
+
+SIBLING_SCHEMA = StructType(
+    [StructField("host", StringType(), False), StructField("dst", StringType(), False)]
+)
+
+
+def sibling_evidence(sources: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+    """(host, sibling_pages, sibling_hosts, sibling_links) of every host whose
+    pages of the segment have links (``trawl.crawldb.budgets.farm_like``):
+    its pages with followed links, the other hosts of its registered domain
+    the operator did not name (``trusted_hosts``) that they link but for a
+    menu's (linked from more than half of the pages), and the (page, such
+    host) pairs. Cheap where nothing links a sibling: the pairs
+    are found by SQL on the links' last two labels, confirmed by the
+    registered domain, and crawldb is read only for the hosts so linked."""
+    pages = sources.filter(
+        (F.col("kind") == "page")
+        & (F.col("outcome") == "success")
+        & (F.size(F.coalesce(F.col("outlinks"), F.array())) > 0)
+    )
+    links = (
+        pages.select("host", "url", F.explode("outlinks").alias("l"))
+        .filter(~F.coalesce(F.col("l.nofollow"), F.lit(False)))
+        .select("host", "url", F.expr("lower(parse_url(l.url, 'HOST'))").alias("dst"))
+        .filter(F.col("dst").isNotNull() & (F.col("dst") != F.col("host")))
+        # a host of the same registered domain shares at least its last two labels
+        .filter(F.substring_index("dst", ".", -2) == F.substring_index("host", ".", -2))
+        .distinct()
+    )
+    hosts = links.select("host", "dst").distinct()
+
+    def same_domain(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            if registered_domain(row["host"]) == registered_domain(row["dst"]):
+                yield row
+
+    siblings = materialize(map_records(hosts, same_domain, SIBLING_SCHEMA))
+    linked = sorted({r["dst"] for r in siblings.select("dst").distinct().collect()})
+    per_host = pages.groupBy("host").agg(F.countDistinct("url").cast("int").alias("sibling_pages"))
+    if not linked:
+        return per_host.withColumn("sibling_hosts", F.lit(0)).withColumn("sibling_links", F.lit(0))
+    buckets = {host_bucket(h, ctx.cfg.crawl.host_buckets) for h in linked}
+    named, _ = trusted_hosts(crawldb.filter(f"host_bucket IN {sql_in(buckets)}"))
+    unnamed = siblings.join(named.withColumnRenamed("host", "dst"), "dst", "left_anti")
+    # a menu names its siblings on more than half of the pages: left out
+    per_sibling = (
+        links.join(unnamed, ["host", "dst"], "left_semi")
+        .groupBy("host", "dst")
+        .agg(F.count("*").alias("n"))
+        .join(per_host, "host")
+        .filter(F.col("n") * 2 <= F.col("sibling_pages"))
+    )
+    counted = per_sibling.groupBy("host").agg(
+        F.count("*").alias("sibling_hosts"), F.sum("n").cast("int").alias("sibling_links")
+    )
+    return (
+        per_host.join(counted, "host", "left")
+        .withColumn("sibling_hosts", F.coalesce("sibling_hosts", F.lit(0)).cast("int"))
+        .withColumn("sibling_links", F.coalesce("sibling_links", F.lit(0)))
     )

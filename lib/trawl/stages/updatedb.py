@@ -32,7 +32,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from trawl.crawldb.admission import admit, url_filter
 from trawl.crawldb.budgets import path_pattern
-from trawl.crawldb.hoststate import merge_host
+from trawl.crawldb.hoststate import SIBLING_FIELDS, merge_host
 from trawl.crawldb.transitions import FETCH_FIELDS, apply_fetch
 from trawl.fetch.row import CRAWLDB_KINDS
 from trawl.stages.common import (
@@ -52,6 +52,7 @@ from trawl.stages.traps import (
     one_per_url,
     rejected_rows,
     session_params,
+    sibling_evidence,
 )
 from trawl.store.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
 from trawl.store.tables import Merge
@@ -242,8 +243,11 @@ def _host_or_none(url: str) -> str | None:
         return None
 
 
-def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFrame:
-    """hostdb rows for every host the segment visited, through ``merge_host``."""
+def host_rows(
+    hostdb: DataFrame, fetch: DataFrame, ctx: StageContext, siblings: DataFrame | None = None
+) -> DataFrame:
+    """hostdb rows for every host the segment visited, through ``merge_host``;
+    ``siblings``: ``trawl.stages.traps.sibling_evidence`` per host."""
     visit = F.struct(
         "fetched_at", "outcome", "delay_s", "elapsed_s", "ip", "kind", "robots_decision", "error"
     )
@@ -259,6 +263,12 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
         .agg(F.max_by(F.struct(*fetch.columns), "fetched_at").alias("probe"))
     )
     per_host = pages.join(robots, "host", "full").join(probe, "host", "left")
+    if siblings is not None:
+        per_host = per_host.join(
+            siblings.select("host", F.struct(*SIBLING_FIELDS).alias("siblings")), "host", "left"
+        )
+    else:
+        per_host = per_host.withColumn("siblings", F.lit(None))
     joined = per_host.join(
         hostdb.select("host", F.struct(*HOSTDB_SCHEMA.fieldNames()).alias("old")), "host", "left"
     )
@@ -274,6 +284,7 @@ def host_rows(hostdb: DataFrame, fetch: DataFrame, ctx: StageContext) -> DataFra
             new = merge_host(
                 row["old"], host, row["visits"] or [], row["robots"], at, segment, base,
                 politeness.max_failures, pause, probe=row["probe"], robots_hold=robots_hold,
+                siblings=row["siblings"],
             )  # fmt: skip
             if new is not row["old"]:
                 yield new
@@ -359,7 +370,7 @@ def updatedb(
     return Updated(
         report,
         crawldb_changes(changes, buckets),
-        host_rows(hostdb, fetch, ctx),
+        host_rows(hostdb, fetch, ctx, sibling_evidence(sources, crawldb, ctx)),
         rejected,
         new_domain_links(domain_pairs(sources), domainlinks, ctx),
         new_params,

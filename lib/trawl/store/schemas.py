@@ -146,6 +146,15 @@ HOSTDB_SCHEMA = _schema(
     ("soft404_simhash", LongType()),
     ("soft404_probed_at", TimestampType()),
     ("soft404_location", StringType()),
+    # Links from the host's pages to other hosts of its registered domain the
+    # operator did not name (trawl.crawldb.budgets.farm_like), counted in the last
+    # segment in which five or more of its pages had links: those pages, the
+    # sibling hosts they link (menus left out: a sibling linked from more than
+    # half of the pages), the (page, sibling host) pairs.
+    ("sibling_pages", IntegerType()),
+    ("sibling_hosts", IntegerType()),
+    ("sibling_links", IntegerType()),
+    ("sibling_segment", StringType()),
 )
 
 FETCHLIST_SCHEMA = _schema(
