@@ -71,6 +71,13 @@ def warn_starved(rows: list[Any]) -> None:
             "the whole domain, set budget.trust_seed_domains = true, or give it a budget "
             f"of its own: trawl policy budget --domain {r['domain']} --pages N --reason ..."
         )
+        if r["farm_hosts"]:
+            say(
+                f"generate: warning: {', '.join(r['farm_hosts'])}, named by you, "
+                "link out like a link farm (many hosts of their own domain, a different "
+                "few on every page) and are budgeted with the domain: see hostdb's "
+                "sibling_* columns; budget.farm_min_hosts = 0 turns the test off"
+            )
 
 
 def fetchlist_stats(fetchlist: DataFrame) -> dict[str, int]:

@@ -128,12 +128,13 @@ def over_budget(ranked: DataFrame, ctx: StageContext) -> DataFrame:
 
 
 def starved_seed_domains(ranked: DataFrame, crawldb: DataFrame) -> DataFrame:
-    """(domain, due, deferred, budget): registered domains of hosts the
-    operator named (``trusted_hosts``) with more than half their due URLs
-    deferred by the domain's budget in this segment. The named hosts are
-    never deferred; these are their siblings, which count as discovered
-    unless ``budget.trust_seed_domains``: an operator who runs the whole
-    domain should be told."""
+    """(domain, due, deferred, budget, farm_hosts): registered domains of
+    hosts the operator named (``trusted_hosts``) with more than half their
+    due URLs deferred by the domain's budget in this segment. The named hosts
+    are not deferred unless they link out like a farm (``farm_hosts``); the
+    rest are their siblings, which count as discovered unless
+    ``budget.trust_seed_domains``: an operator who runs the whole domain
+    should be told."""
     _, domains = trusted_hosts(crawldb)
     counts = (
         ranked.join(F.broadcast(domains), "domain", "left_semi")
@@ -142,6 +143,7 @@ def starved_seed_domains(ranked: DataFrame, crawldb: DataFrame) -> DataFrame:
             F.count("*").alias("due"),
             F.sum(_left_out_by_budget().cast("int")).alias("deferred"),
             F.max(F.when(~F.col("trusted"), F.col("budget"))).alias("budget"),
+            F.sort_array(F.collect_set(F.when(F.col("farm"), F.col("host")))).alias("farm_hosts"),
         )
     )
     return counts.filter(F.col("deferred") * 2 > F.col("due"))
