@@ -58,6 +58,8 @@ def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Craw
                 "politeness.min_delay_s=0.02",
                 "politeness.delay_factor=1.0",
                 "fetch.time_limit_s=60",
+                # every page due again a day later: the revisits are what is tested
+                "schedule.due_change_prob=0",
                 "crawl.host_buckets=2",
             ],
             environ={},

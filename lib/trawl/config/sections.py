@@ -196,7 +196,7 @@ class ScheduleConfig:
     prior_change_interval_s: float = 604_800.0
     prior_visits: float = 1.0
     change_memory_s: float = 15_552_000.0
-    due_change_prob: float = 0.0
+    due_change_prob: float = 0.5
     fetch_interval_s: float = 2_592_000.0
     adaptive_inc_rate: float = 0.4
     adaptive_dec_rate: float = 0.2
