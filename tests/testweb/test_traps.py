@@ -34,7 +34,14 @@ from trawl.dedup.simhash import hamming
 from trawl.dedup.soft404 import echo_free_simhash, probe_url
 from trawl.parse.html import parse_page
 from trawl.testweb import TestWeb, WebModel, run, traps
-from trawl.testweb.traps import FARM_DOMAIN, FARM_HOSTS, FILTERS, TRAP_HOSTS, TRAP_NET
+from trawl.testweb.traps import (
+    BLOGROLL_HOST,
+    FARM_DOMAIN,
+    FARM_HOSTS,
+    FILTERS,
+    TRAP_HOSTS,
+    TRAP_NET,
+)
 
 Reply = tuple[int, dict[str, str], bytes]
 
@@ -163,7 +170,7 @@ def test_hosts_file_pins_every_trap_and_farm_host_in_their_net(web: TestWeb) -> 
     assert set(trap_names) <= set(pinned)
     assert all(ip_address(pinned[h]) in TRAP_NET for h in trap_names)
     assert len({pinned[h] for h in FARM_HOSTS}) == 8
-    assert {pinned[h] for h in trap_names} == set(traps.listen_addresses())
+    assert {pinned[h] for h in [*trap_names, BLOGROLL_HOST]} == set(traps.listen_addresses())
     assert not any(ip_address(ip) in TRAP_NET for ip in web.model.ips)
 
 
@@ -174,6 +181,16 @@ def test_seeds_list_the_model_seeds_then_every_entrance(web: TestWeb, client: Cl
     entrances = seeds[len(model_seeds) :]
     assert {urlsplit(u).hostname for u in entrances} == set(TRAP_HOSTS.values())
     assert all(client.url(u)[0] == 200 for u in entrances)
+
+
+def test_the_blogroll_links_every_entrance_and_is_no_trap_nor_seed(
+    web: TestWeb, client: Client
+) -> None:
+    home = page(client, BLOGROLL_HOST, "/")
+    assert [h for h, _ in home.links] == traps.seed_urls(web.port)
+    assert client.get(BLOGROLL_HOST, "/other")[0] == 404
+    assert not traps.is_trap(BLOGROLL_HOST) and traps.serves(BLOGROLL_HOST)
+    assert not any(BLOGROLL_HOST in u for u in web.seeds_file.read_text().split())
 
 
 def test_a_model_reaching_into_the_traps_net_is_refused(tmp_path: Path) -> None:

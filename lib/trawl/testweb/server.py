@@ -138,9 +138,11 @@ class _Handler(BaseHTTPRequestHandler):
         if web.hostile and hostile.is_hostile(host):
             self._serve_hostile(host, path, local_ip, start)
             return
-        if web.traps and traps.is_trap(host):
+        if web.traps and traps.serves(host):
             page = traps.respond(host, path, web.port, [h.name for h in web.model.hosts])
-            mark: dict[str, Any] = {"trap": traps.kind_of(host)}
+            mark: dict[str, Any] = (
+                {"trap": traps.kind_of(host)} if traps.is_trap(host) else {"blogroll": True}
+            )
             self._serve_built(host, path, local_ip, start, send_body, page, mark)
             return
         if web.estate and estate.is_estate(host, web.estate):

@@ -20,7 +20,9 @@ How the traps are laid out, and why:
   under the one registered domain ``FARM_DOMAIN``, all in the hosts file, as
   a wildcard DNS record would make them. ``seed_urls`` lists the entrances,
   which ``TestWeb`` appends to ``seeds.txt`` (the model's pages never link
-  here; its generator is left as it is).
+  here; its generator is left as it is). ``BLOGROLL_HOST``, an ordinary
+  one-page site served beside them and never seeded, links every entrance,
+  for a crawl that should find traps by links.
 * Addresses are in 127.0.10.0/24, clear of the model's 127.0.1.x and up and
   of the hostile 127.0.9.x (``TestWeb`` checks): one per trap site, and eight
   shared by the farm, so per-address politeness sees a farm as the few
@@ -69,6 +71,10 @@ TRAP_HOSTS: dict[str, str] = {
     "soft404": "soft404-trap.test",
     "soft404_redirect": "soft404-redirect-trap.test",
 }
+#: An ordinary one-page site linking every trap's entrance (a blog's list of
+#: links): a crawl seeded with it finds the traps by links, not as seeds.
+#: Served with the traps, never a seed, never a trap.
+BLOGROLL_HOST = "blogroll.test"
 FARM_DOMAIN = "linkfarm.test"
 FARM_HOSTS: tuple[str, ...] = tuple(f"w{i}.{FARM_DOMAIN}" for i in range(500))
 FARM_PAGES = 100  # /p/0 .. /p/99 on every farm host, besides /
@@ -98,6 +104,7 @@ _KINDS = _SITE_HOSTS | dict.fromkeys(FARM_HOSTS, "linkfarm")
 #: 127.0.10.1 .. .7 one per trap site, then the farm round-robin on 127.0.10.16 .. .23
 _ADDRESSES = {name: str(TRAP_NET[1 + i]) for i, name in enumerate(_SITE_HOSTS)}
 _ADDRESSES |= {n: str(TRAP_NET[16 + i % FARM_ADDRESSES]) for i, n in enumerate(FARM_HOSTS)}
+_ADDRESSES[BLOGROLL_HOST] = str(TRAP_NET[9])
 _FILTER_VALUES = dict(FILTERS)
 _FARM_PATHS = frozenset(f"/p/{n}" for n in range(FARM_PAGES))
 _TOKEN_LENGTH = {"sessions": 26, "visits": 16}  # PHP's default id is 26 characters
@@ -131,6 +138,11 @@ HTML = (("Content-Type", "text/html; charset=utf-8"),)
 def is_trap(host: str) -> bool:
     """Whether ``host`` (lower case, no port) is one of the trap hosts."""
     return host in _KINDS
+
+
+def serves(host: str) -> bool:
+    """Whether ``host`` is served by this module: a trap host or ``BLOGROLL_HOST``."""
+    return host in _KINDS or host == BLOGROLL_HOST
 
 
 def kind_of(host: str) -> str:
@@ -189,12 +201,23 @@ def respond(host: str, target: str, port: int, model_hosts: Sequence[str] = ()) 
     ``port`` is the test web's, for absolute links; ``model_hosts`` the model's
     host names, whose home pages the link farm links to.
     """
-    kind = kind_of(host)
     parts = urlsplit(target)
     path = parts.path or "/"
     if path == "/robots.txt":
         return _not_found()
+    if host == BLOGROLL_HOST:
+        return _blogroll(path, port)
+    kind = kind_of(host)
     return _SITES[kind](_Request(kind, host, path, parts.query, port, model_hosts))
+
+
+def _blogroll(path: str, port: int) -> TrapPage:
+    """``BLOGROLL_HOST``: ``/`` links every trap's entrance; nothing else is there."""
+    if path != "/":
+        return _not_found()
+    entrances = zip(TRAP_HOSTS, seed_urls(port), strict=True)
+    links = [(url, f"a site about {kind}") for kind, url in entrances]
+    return _page("Links", [_prose("blogroll", 3)], links)
 
 
 def _page(
