@@ -12,7 +12,14 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from trawl.config import Config
-from trawl.runner import JobContext, run_fetch, run_generate, run_updatedb, segment_id
+from trawl.runner import (
+    JobContext,
+    run_dedup,
+    run_fetch,
+    run_generate,
+    run_updatedb,
+    segment_id,
+)
 from trawl.store.tables import read_segment_table, read_table
 
 DAY0 = datetime(2026, 12, 1, tzinfo=UTC)
@@ -35,9 +42,10 @@ class DailyCrawl:
         return read_table(self.spark, self.root, name)
 
 
-def run_days(ctx_of: Callable[[int], JobContext], days: int) -> list[str]:
-    """generate -> fetch -> updatedb for days 0 .. ``days`` - 1 (``ctx_of``
-    gives each day's job context); the segments, in order."""
+def run_days(ctx_of: Callable[[int], JobContext], days: int, dedup: bool = False) -> list[str]:
+    """generate -> fetch -> updatedb (-> dedup, as ``trawl cycle`` runs it) for
+    days 0 .. ``days`` - 1 (``ctx_of`` gives each day's job context); the
+    segments, in order."""
     segments = []
     for day in range(days):
         ctx = ctx_of(day)
@@ -45,6 +53,8 @@ def run_days(ctx_of: Callable[[int], JobContext], days: int) -> list[str]:
         run_generate(ctx)
         run_fetch(ctx)
         run_updatedb(ctx)
+        if dedup:
+            run_dedup(ctx)
     return segments
 
 
