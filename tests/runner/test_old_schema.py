@@ -24,13 +24,15 @@ ADDED_SINCE = (
     "sitemap_lastmod", "gone_count", "removed_at", "deferrals", "deferred_reason",
     "deferred_at", "counter_run", "pattern",
 )  # fmt: skip
+# hostdb's: a named host's links to its sibling hosts (issue 27)
+HOSTDB_ADDED_SINCE = ("sibling_pages", "sibling_hosts", "sibling_links", "sibling_segment")
 
 
 def test_a_cycle_runs_on_a_crawldb_from_an_older_schema(spark: Any, tmp_path: Path) -> None:
     from trawl.config import load_config
     from trawl.runner import JobContext, run_fetch, run_generate, run_inject, run_updatedb
     from trawl.store import tables
-    from trawl.store.schemas import CRAWLDB_SCHEMA
+    from trawl.store.schemas import CRAWLDB_SCHEMA, HOSTDB_SCHEMA
 
     with TestWeb(small_web(), tmp_path / "web", n_seeds=5) as web:
         root = str(tmp_path / "crawl")
@@ -41,6 +43,11 @@ def test_a_cycle_runs_on_a_crawldb_from_an_older_schema(spark: Any, tmp_path: Pa
         old.localCheckpoint().write.format("delta").mode("overwrite").option(
             "overwriteSchema", "true"
         ).partitionBy("host_bucket").save(path)
+        hosts_path = tables.table_path(root, "hostdb")
+        old_hosts = spark.createDataFrame([], HOSTDB_SCHEMA).drop(*HOSTDB_ADDED_SINCE)
+        old_hosts.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+            hosts_path
+        )
         tables._ENSURED.clear()  # as a new process would find it
         crawl = CrawlRoot.of(root)
         seeds = {r[0] for r in table(crawl, "SELECT url FROM crawldb")}
@@ -59,3 +66,6 @@ def test_a_cycle_runs_on_a_crawldb_from_an_older_schema(spark: Any, tmp_path: Pa
     assert seeds < urls  # every old row kept, the seeds' links added
     rated = table(crawl, "SELECT count(*) FROM crawldb WHERE last_segment IS NOT NULL")
     assert rated[0][0] == 5
+    hosts = spark.read.format("delta").load(hosts_path)
+    assert set(hosts.columns) == set(HOSTDB_SCHEMA.fieldNames())
+    assert hosts.count() >= 1  # the seeds' hosts, merged into the widened table
