@@ -45,9 +45,9 @@ def test_a_cycle_runs_on_a_crawldb_from_an_older_schema(spark: Any, tmp_path: Pa
         ).partitionBy("host_bucket").save(path)
         hosts_path = tables.table_path(root, "hostdb")
         old_hosts = spark.createDataFrame([], HOSTDB_SCHEMA).drop(*HOSTDB_ADDED_SINCE)
-        old_hosts.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
-            hosts_path
-        )
+        old_hosts.write.format("delta").mode("overwrite").option(
+            "overwriteSchema", "true"
+        ).partitionBy("host_bucket").save(hosts_path)
         tables._ENSURED.clear()  # as a new process would find it
         crawl = CrawlRoot.of(root)
         seeds = {r[0] for r in table(crawl, "SELECT url FROM crawldb")}
