@@ -130,9 +130,13 @@ def scale_row(r: dict[str, Any]) -> str:
 
 def traps_row(r: dict[str, Any]) -> str:
     o = r["ordinary"]
+    costs = r.get("trap_requests") or {}
+    most = max(costs.items(), key=lambda kv: kv[1], default=None)
+    cost = f"; most page requests of a trap host in six cycles {most[1]} ({most[0]})"
     return (
         f"{len(r['cycles'])} cycles: ordinary hosts {o['fetched']} of {o['reachable']} "
-        f"pages; {r['deferred_urls']:,} URLs deferred; {_checks(r['checks'])}"
+        f"pages; {r['deferred_urls']:,} URLs deferred{cost if most else ''}; "
+        f"{_checks(r['checks'])}"
     )
 
 
