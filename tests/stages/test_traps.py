@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from tests.stages.daily import DailyCrawl, across_segments, run_days
 from trawl.config import load_config
-from trawl.crawldb.budgets import farm_like, path_pattern
+from trawl.crawldb.budgets import FARM_MIN_PAGES, farm_like, path_pattern
 from trawl.runner import (
     run_generate,
     run_inject,
@@ -124,23 +124,29 @@ def test_the_link_farm_stays_within_its_domain_budget(crawl: Crawl) -> None:
         for r in deferred.filter("deferred_reason IS NOT NULL").collect()
     )
     assert reasons[(False, "budget/domain")] > 0
+    # the entrance, once judged a farm, only when its domain's budget left it out
     assert set(reasons) <= {(False, "budget/domain"), (True, "budget/farm")}
 
 
 def test_a_seeded_farm_entrance_loses_its_trust(crawl: Crawl) -> None:
     entrance = TRAP_HOSTS["linkfarm"]
-    (host,) = crawl.table("hostdb").filter(F.col("host") == entrance).collect()
-    judged = host["sibling_segment"]
-    assert judged is not None, "no segment fetched enough of the entrance's pages to judge it"
-    assert farm_like(host["sibling_hosts"], host["sibling_links"], host["sibling_pages"], 20)
-    # from the segment after the verdict, the entrance counts in the domain's budget
-    later = crawl.segments[crawl.segments.index(judged) + 1 :]
-    assert later, "judged in the last segment: nothing to check"
-    fetched = crawl.fetched_pages().filter(F.col("host").endswith("." + FARM_DOMAIN))
-    per_segment = Counter(r["segment"] for r in fetched.collect() if r["segment"] in later)
-    assert max(per_segment.values()) <= MIN_PAGES
-    # and its siblings' links are what judged it: it was seeded
     assert entrance in {_host(u) for u in crawl.seeds}
+    (host,) = crawl.table("hostdb").filter(F.col("host") == entrance).collect()
+    assert host["sibling_segment"] is not None
+    assert farm_like(host["sibling_hosts"], host["sibling_links"], host["sibling_pages"], 20)
+    # judged by the first segment with FARM_MIN_PAGES of its pages with links;
+    # from the next one on it counts in the domain's budget
+    fetched = crawl.fetched_pages().filter(F.col("host").endswith("." + FARM_DOMAIN)).collect()
+    telling = Counter(
+        r["segment"]
+        for r in fetched
+        if r["host"] == entrance and r["outcome"] == "success" and r["outlinks"]
+    )
+    first = min(seg for seg, n in telling.items() if n >= FARM_MIN_PAGES)
+    later = crawl.segments[crawl.segments.index(first) + 1 :]
+    assert later, "judged in the last segment: nothing to check"
+    per_segment = Counter(r["segment"] for r in fetched if r["segment"] in later)
+    assert max(per_segment.values()) <= MIN_PAGES
 
 
 def test_session_ids_are_stripped_and_shapes_refused(crawl: Crawl) -> None:
@@ -198,15 +204,16 @@ def test_every_url_kept_out_has_a_reason_in_sql_and_stats(crawl: Crawl) -> None:
     assert reasons.get("cap/new_per_pattern", 0) > 0
     assert all(r.startswith(("normalize/", "filter/", "cap/", "trap/")) for r in reasons), reasons
     assert sum(r["rejected"] or 0 for r in stats["segments"]) == sum(reasons.values())
-    assert {r["reason"] for r in stats["deferred"]} == {"budget/domain", "budget/farm"}
+    assert "budget/domain" in {r["reason"] for r in stats["deferred"]}
+    assert {r["reason"] for r in stats["deferred"]} <= {"budget/domain", "budget/farm"}
     # the farm per domain: one host named (its seeded entrance), the rest on
     # the minimum STAR budget, deferred for it; the entrance too, once judged
-    # a farm (budget/farm)
+    # a farm, if the budget left its URLs out (budget/farm)
     farm = next(r for r in stats["domains"] if r["domain"] == FARM_DOMAIN)
     assert farm["named_hosts"] == 1 and farm["hosts"] > 1
     assert (farm["linking_domains"], farm["star_budget"]) == (0, MIN_PAGES)
-    assert farm["deferred"] > 0
-    assert farm["deferred_why"] == ["budget/domain", "budget/farm"]
+    assert farm["deferred"] > 0 and farm["deferred_why"][0] == "budget/domain"
+    assert set(farm["deferred_why"]) <= {"budget/domain", "budget/farm"}
 
 
 def test_deferred_urls_return_when_the_domain_earns_budget(crawl: Crawl) -> None:
