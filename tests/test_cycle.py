@@ -65,6 +65,10 @@ def crawl(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Craw
             "fetch.time_limit_s=60",
             "generate.max_per_host=6",
             "crawl.host_buckets=4",
+            # Every other crawl of the suite is small enough to run as a small
+            # job (trawl.runner.common.small_job); this one keeps the settings
+            # a big crawl's jobs run with, so both are covered.
+            "spark.small_jobs=false",
         ]
         state = Crawl(spark, load_config(None, sets), str(out / "crawl"), web, model, [], [])
         argv = [

@@ -10,8 +10,9 @@ import pytest
 
 from trawl.config import load_config
 from trawl.runner import common
-from trawl.runner.common import JobContext, read_whole
+from trawl.runner.common import JobContext, read_whole, sized_job
 from trawl.stages.common import release
+from trawl.store.session import SMALL_JOB_CONF
 from trawl.store.tables import append_rows, ensure_table, read_table
 
 
@@ -43,3 +44,54 @@ def test_a_small_table_is_read_once_and_a_big_one_stays_a_delta_scan(
     frame, held = read_whole(ctx, "hostparams")
     assert not _plan_is_rows(frame) and held == []
     assert frame.count() == 2
+
+
+def _ctx(spark: Any, root: Path, *sets: str) -> JobContext:
+    cfg = load_config(None, list(sets), environ={})
+    return JobContext(spark, cfg, str(root), "20261130T000000Z", datetime(2026, 11, 30, tzinfo=UTC))
+
+
+def test_a_small_job_runs_with_the_small_settings_and_gives_the_sessions_back(
+    spark: Any, tmp_path: Path
+) -> None:
+    ctx = _ctx(spark, tmp_path / "crawl", "spark.conf.spark.sql.adaptive.enabled=true")
+    before = {k: spark.conf.get(k, None) for k in SMALL_JOB_CONF}
+    seen: dict[str, str | None] = {}
+
+    @sized_job()
+    def job(ctx: JobContext) -> dict[str, Any]:
+        seen.update({k: ctx.spark.conf.get(k, None) for k in SMALL_JOB_CONF})
+        raise RuntimeError("the job failed")
+
+    with pytest.raises(RuntimeError):
+        job(ctx)
+    # each setting of the profile, but the one the operator set in [spark.conf]
+    assert seen == {**SMALL_JOB_CONF, "spark.sql.adaptive.enabled": before[
+        "spark.sql.adaptive.enabled"]}  # fmt: skip
+    # and the session's own settings back, though the job raised
+    assert {k: spark.conf.get(k, None) for k in SMALL_JOB_CONF} == before
+
+
+def test_a_job_is_small_by_crawldb_its_segment_table_and_its_input(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "crawl"
+    ctx = _ctx(spark, root)
+    assert common.is_small(ctx)  # no crawldb yet: nothing big to read
+    ensure_table(spark, str(root), "crawldb")
+    assert common.is_small(ctx) and common.is_small(ctx, "fetch")  # empty, no segment yet
+    assert not common.is_small(ctx, input_bytes=common.SMALL_TABLE_BYTES)
+    assert not common.is_small(_ctx(spark, root, "spark.small_jobs=false"))
+
+    table = root / "segments" / ctx.segment / "fetch"
+    table.mkdir(parents=True)
+    (table / "part-0.parquet").write_bytes(b"x" * 1000)
+    monkeypatch.setattr(common, "SMALL_SEGMENT_BYTES", 1000)
+    assert common.is_small(ctx, "fetchlist") and not common.is_small(ctx, "fetch")
+
+    # crawldb's size is its Delta log's (the bytes of its live files)
+    sizes = {"crawldb": common.SMALL_TABLE_BYTES - 1}
+    monkeypatch.setattr(common.deltars, "table_state", lambda files, name: ({}, sizes[name]))
+    assert common.is_small(ctx)
+    sizes["crawldb"] = common.SMALL_TABLE_BYTES
+    assert not common.is_small(ctx)

@@ -36,6 +36,7 @@ class SparkConfig:
     jars_dir: str = ""
     log_level: str = "ERROR"
     driver_jit: str = "c1"
+    small_jobs: bool = True
     conf: Mapping[str, str] = field(default_factory=dict)
 
 

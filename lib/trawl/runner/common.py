@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import wraps
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -15,6 +19,7 @@ from trawl.config import Config
 from trawl.stages.common import StageContext, materialize
 from trawl.store import deltars
 from trawl.store.files import CrawlRoot
+from trawl.store.session import small_job_conf
 from trawl.store.tables import SMALL_TABLE_BYTES, ensure_all, read_table, segment_exists
 from trawl.store.tables import counted as counted_in
 
@@ -121,3 +126,56 @@ def read_whole(ctx: JobContext, name: str) -> tuple[DataFrame, list[DataFrame]]:
         return table, []
     kept = materialize(table)
     return kept, [kept]
+
+
+# A segment table a small job may read (``small_job``): the fetch table of
+# a few thousand pages and their links is a few MB.
+SMALL_SEGMENT_BYTES = 32 * 2**20
+
+
+def is_small(ctx: JobContext, segment_table: str = "", input_bytes: int = 0) -> bool:
+    """Whether the job runs as a small one (``spark.small_jobs``): crawldb
+    is under ``SMALL_TABLE_BYTES`` by its Delta log (or not there yet), and
+    so are the segment table it reads (``segment_table``, under
+    ``SMALL_SEGMENT_BYTES``) and its other input (``input_bytes``, the
+    seed files of inject). Unknown sizes count as big."""
+    if not ctx.cfg.spark.small_jobs or input_bytes >= SMALL_TABLE_BYTES:
+        return False
+    try:
+        state = deltars.table_state(ctx.files, "crawldb")
+    except deltars.SmallTableError:
+        return False
+    if state is not None and state[1] >= SMALL_TABLE_BYTES:
+        return False
+    if segment_table:
+        return ctx.files.size(f"segments/{ctx.segment}/{segment_table}") < SMALL_SEGMENT_BYTES
+    return True
+
+
+@contextmanager
+def small_job(ctx: JobContext, segment_table: str = "", input_bytes: int = 0) -> Iterator[bool]:
+    """Run the block with Spark's settings for small data
+    (``trawl.store.session.SMALL_JOB_CONF``) when the job is small
+    (``is_small``); yields whether it is."""
+    if not is_small(ctx, segment_table, input_bytes):
+        yield False
+        return
+    with small_job_conf(ctx.spark, ctx.cfg):
+        yield True
+
+
+def sized_job(
+    segment_table: str = "",
+) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+    """A job of the cycle (``run_generate(ctx, ...)``) run as a small one
+    when it is (``small_job``; ``segment_table``: the one it reads)."""
+
+    def wrap(job: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        @wraps(job)
+        def run(ctx: JobContext, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            with small_job(ctx, segment_table):
+                return job(ctx, *args, **kwargs)
+
+        return run
+
+    return wrap

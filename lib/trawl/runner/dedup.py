@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from trawl.runner.common import JobContext, fetched_segment
+from trawl.runner.common import JobContext, fetched_segment, sized_job
 from trawl.stages.common import materialize, release
 from trawl.stages.dedup import (
     DedupReport,
@@ -21,6 +21,7 @@ from trawl.stages.dedup import (
 from trawl.store.tables import merge, read_segment_table, read_table, replace_rows, write_counters
 
 
+@sized_job("fetch")
 def run_dedup(ctx: JobContext) -> dict[str, Any]:
     fetched_segment(ctx, merges=True)
     spark, root, segment = ctx.spark, ctx.root, ctx.segment

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from trawl.runner.common import JobContext, fetched_segment
+from trawl.runner.common import JobContext, fetched_segment, sized_job
 from trawl.stages.common import materialize, release
 from trawl.stages.events import merge_events, segment_events
 from trawl.store.tables import merge, read_segment_table, read_table, write_counters
 
 
+@sized_job("fetch")
 def run_events(ctx: JobContext) -> dict[str, Any]:
     fetched_segment(ctx)
     fetch = read_segment_table(ctx.spark, ctx.root, ctx.segment, "fetch")

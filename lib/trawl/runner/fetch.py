@@ -11,7 +11,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from trawl import faults
-from trawl.runner.common import JobContext, say
+from trawl.runner.common import JobContext, say, sized_job
 from trawl.runner.progress import FetchProgress
 from trawl.stages.common import concurrently
 from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
@@ -27,6 +27,7 @@ from trawl.store.tables import (
 from trawl.warc.cdxj import write_index
 
 
+@sized_job("fetchlist")
 def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, Any]:
     spark, root, segment = ctx.spark, ctx.root, ctx.segment
     if not segment_exists(spark, root, segment, "fetchlist"):

@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from trawl.runner.common import JobContext, counted, read_whole, say, tables_ready
+from trawl.runner.common import JobContext, counted, read_whole, say, sized_job, tables_ready
 from trawl.stages.common import concurrently, release
 from trawl.stages.generate import abandoned_locks, generate, mark_generated
 from trawl.store.tables import (
@@ -22,6 +22,7 @@ from trawl.store.tables import (
 )
 
 
+@sized_job()
 def run_generate(ctx: JobContext) -> dict[str, Any]:
     tables_ready(ctx)
     if segment_exists(ctx.spark, ctx.root, ctx.segment, "fetch"):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from trawl.runner.common import JobContext, fetched_segment, read_whole
+from trawl.runner.common import JobContext, fetched_segment, read_whole, sized_job
 from trawl.stages.common import concurrently, materialize, release
 from trawl.stages.updatedb import hostdb_changes, updatedb
 from trawl.store.tables import (
@@ -21,6 +21,7 @@ from trawl.store.tables import (
 )
 
 
+@sized_job("fetch")
 def run_updatedb(ctx: JobContext) -> dict[str, Any]:
     fetched_segment(ctx, merges=True)
     spark, root = ctx.spark, ctx.root

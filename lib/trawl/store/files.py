@@ -326,6 +326,17 @@ class CrawlRoot:
             found = (k[len(under) :] for k, _ in keys if "/" not in k[len(under) :])
         return sorted(n for n in found if n.endswith(suffix) and not n.startswith("."))
 
+    def size(self, rel_dir: str) -> int:
+        """Bytes of every file under ``rel_dir``, at any depth (0 when it
+        does not exist)."""
+        if self.s3 is None:
+            folder = self._path(rel_dir)
+            if not folder.is_dir():
+                return 0
+            return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        bucket, under = self._folder(rel_dir)
+        return sum(size for _, size in list_keys(self._client(), bucket, under))
+
     def dirs(self, rel_dir: str) -> list[str]:
         """Names of the folders directly in ``rel_dir``, sorted."""
         if self.s3 is None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,25 @@ BASE_CONF: dict[str, str] = {
     "spark.python.worker.reuse": "true",
 }
 
+
+# ``spark.small_jobs``: the SQL settings of a job over a small crawl
+# (``trawl.runner.common.sized_job`` decides which). On a few thousand rows a
+# Spark job's time is the driver's, not the rows': each shuffle of a plan is
+# a stage, each stage under adaptive execution its own job planned again,
+# each broadcast a job of its own, and each stage's code generated and
+# compiled by Janino before one row is read. So: one shuffle partition and no
+# adaptive re-planning (a shuffle is a step inside the job, not a job), no
+# broadcasts (a sort-merge join of one partition is cheap), and expressions
+# interpreted instead of compiled. On millions of rows every one of these
+# costs more than it saves, hence only for small jobs (docs/benchmarks.md,
+# "Stages"). A key the operator sets in [spark.conf] is left as set.
+SMALL_JOB_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
 
 # ``spark.driver_jit``: how the driver's JVM (in local mode also the
 # executor) compiles hot code. The JVM's default ("tiered") compiles it twice,
@@ -210,3 +231,22 @@ def wait_for_running_tasks(spark: SparkSession, timeout_s: float = 60.0) -> bool
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.2)
+
+
+@contextmanager
+def small_job_conf(spark: SparkSession, cfg: Config) -> Iterator[None]:
+    """Run the block with ``SMALL_JOB_CONF`` on the session (less the keys
+    set in ``[spark.conf]``), and the session's own settings back after it,
+    whatever it raised. Runtime SQL settings: nothing restarts."""
+    wanted = {k: v for k, v in SMALL_JOB_CONF.items() if k not in cfg.spark.conf}
+    before = {k: spark.conf.get(k, None) for k in wanted}
+    for key, value in wanted.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
