@@ -245,8 +245,8 @@ def small_job_conf(spark: SparkSession, cfg: Config) -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
