@@ -196,8 +196,11 @@ def _shares(by: str, cap: str) -> Column:
 
 
 def _no_follow(chosen: DataFrame) -> DataFrame:
-    return chosen.withColumn("follow_quota", F.lit(None).cast("int")).withColumn(
-        "follow_known", F.lit(None).cast("array<bigint>")
+    return chosen.withColumns(
+        {
+            "follow_quota": F.lit(None).cast("int"),
+            "follow_known": F.lit(None).cast("array<bigint>"),
+        }
     )
 
 
@@ -259,8 +262,11 @@ def with_requisites_known(chosen: DataFrame, crawldb: DataFrame, ctx: StageConte
     records of their current copies, one per payload digest, so that the
     same bytes fetched under another URL are archived as a revisit."""
     if not ctx.cfg.requisites.capture:
-        return chosen.withColumn("requisites_known", F.lit(None).cast("array<bigint>")).withColumn(
-            "requisites_stored", F.lit(None).cast(ArrayType(CAPTURE_TYPE))
+        return chosen.withColumns(
+            {
+                "requisites_known": F.lit(None).cast("array<bigint>"),
+                "requisites_stored": F.lit(None).cast(ArrayType(CAPTURE_TYPE)),
+            }
         )
     hosts = chosen.select("host", "host_bucket").distinct()
     buckets = [r[0] for r in hosts.select("host_bucket").distinct().collect()]
@@ -291,8 +297,12 @@ def with_requisites_known(chosen: DataFrame, crawldb: DataFrame, ctx: StageConte
     first = F.row_number().over(Window.partitionBy("host").orderBy("url_fp")) == 1
     return (
         chosen.join(F.broadcast(known), "host", "left")
-        .withColumn("requisites_known", F.when(first, F.col("known")))
-        .withColumn("requisites_stored", F.when(first, F.col("stored")))
+        .withColumns(
+            {
+                "requisites_known": F.when(first, F.col("known")),
+                "requisites_stored": F.when(first, F.col("stored")),
+            }
+        )
         .drop("known", "stored")
     )
 

@@ -204,16 +204,16 @@ def with_trust(due: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFra
         flagged = domains.withColumn("named", F.lit(True))
         return (
             due.join(flagged, "domain", "left")
-            .withColumn("trusted", F.coalesce(F.col("named"), F.lit(False)))
-            .withColumn("farm", F.lit(False))
+            .withColumns(
+                {"trusted": F.coalesce(F.col("named"), F.lit(False)), "farm": F.lit(False)}
+            )
             .drop("named")
         )
     named = F.coalesce(F.col("named"), F.lit(False))
     farm = named & F.coalesce(F.col("farm"), F.lit(False))
     return (
         due.join(hosts.withColumn("named", F.lit(True)), "host", "left")
-        .withColumn("trusted", named & ~farm)
-        .withColumn("farm", farm)
+        .withColumns({"trusted": named & ~farm, "farm": farm})
         .drop("named")
     )
 
@@ -230,8 +230,7 @@ def probes_only(due: DataFrame, bad: DataFrame, ctx: StageContext) -> DataFrame:
     by_pattern = Window.partitionBy("pattern").orderBy(*rank_order())
     probes = (
         tagged.filter(F.col("_bad"))
-        .withColumn("priority", recrawl_priority(ctx))
-        .withColumn("overdue", overdue(ctx))
+        .withColumns({"priority": recrawl_priority(ctx), "overdue": overdue(ctx)})
         .withColumn("_n", F.row_number().over(by_pattern))
         .filter(F.col("_n") <= ctx.cfg.traps.pattern_probes)
         .drop("_n", "priority", "overdue")
@@ -336,10 +335,8 @@ def rank_due(
         )
         due = with_trust(due, crawldb, ctx)
     else:
-        due = (
-            due.withColumn("budget", F.lit(None).cast("int"))
-            .withColumn("trusted", F.lit(False))
-            .withColumn("farm", F.lit(False))
+        due = due.withColumns(
+            {"budget": F.lit(None).cast("int"), "trusted": F.lit(False), "farm": F.lit(False)}
         )
     budget_group = F.when(F.col("trusted"), F.concat(F.lit("host:"), F.col("host"))).otherwise(
         F.col("domain")
@@ -355,32 +352,41 @@ def rank_due(
     # hostdb's hints (robots.txt bodies) join the chosen rows only, in
     # ``with_host_hints``. The literal bounds beside the per-row caps let
     # Spark keep only the top rows of each partition before its shuffle.
+    # Two projections, not ten: each DataFrame call analyses the whole plan
+    # again (tens of milliseconds apiece on the driver); the second holds
+    # the caps made of the first's columns.
     narrow = (
-        due.withColumn("priority", recrawl_priority(ctx))
-        .withColumn("overdue", overdue(ctx))
-        .withColumn("gap", gap)
-        .withColumn("first", first_requests(ctx))
-        .withColumn("group", group)
-        .withColumn("host_cap", host_cap)
-        .withColumn("static_domain_cap", static_cap)
-        .withColumn("budget_group", budget_group)
-        .withColumn("budget_cap", budget_cap)
-        .withColumn("policy_domain_cap", F.coalesce(F.col("domain_max_pages"), F.lit(UNCAPPED)))
+        due.withColumns(
+            {
+                "priority": recrawl_priority(ctx),
+                "overdue": overdue(ctx),
+                "gap": gap,
+                "first": first_requests(ctx),
+                "group": group,
+                "static_domain_cap": static_cap,
+                "budget_group": budget_group,
+                "policy_domain_cap": F.coalesce(F.col("domain_max_pages"), F.lit(UNCAPPED)),
+            }
+        )
+        .withColumns({"host_cap": host_cap, "budget_cap": budget_cap})
         .select(*RANKED_COLUMNS)
     )
     by_host = narrow.withColumn("rank", rank("host")).filter(
         (F.col("rank") <= F.lit(g.max_per_host)) & (F.col("rank") <= F.col("host_cap"))
     )
-    by_group = by_host.withColumn("group_cap", group_cap).withColumn("rank", rank("group"))
+    # group_cap counts the hosts' first requests by their own rank, before
+    # rank becomes the rank in the group
+    by_group = by_host.withColumns({"group_cap": group_cap, "rank": rank("group")})
     within_group = F.col("rank") <= F.col("group_cap")
     if p.mode != "byIP" and p.min_delay_s > 0:
         address_bound = int(g.fetch_window_s / p.min_delay_s) + 1
         within_group = within_group & (F.col("rank") <= F.lit(address_bound))
     # partitioned by (domain, budget group): the domain's shuffle serves both
     in_budget = Window.partitionBy("domain", "budget_group").orderBy(*rank_order())
-    return (
-        by_group.filter(within_group)
-        .withColumn("rank", rank("domain"))
-        .withColumn("budget_rank", F.row_number().over(in_budget))
-        .withColumn("domain_cap", F.col("policy_domain_cap"))
+    return by_group.filter(within_group).withColumns(
+        {
+            "rank": rank("domain"),
+            "budget_rank": F.row_number().over(in_budget),
+            "domain_cap": F.col("policy_domain_cap"),
+        }
     )

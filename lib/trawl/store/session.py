@@ -42,6 +42,15 @@ BASE_CONF: dict[str, str] = {
     "spark.databricks.delta.schema.autoMerge.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.python.worker.reuse": "true",
+    # PySpark's DataFrame query context: on by default, every Column function
+    # and DataFrame method called from Python first records its Python call
+    # site in the JVM (a walk of the Python stack and four or five py4j round
+    # trips), so that an error can name the line that built the failing
+    # expression. A cycle's jobs build thousands of expressions: off, a small
+    # cycle's generate made 4,187 py4j calls instead of 9,057 and took 10.5 s
+    # instead of 18.2 (docs/benchmarks.md, "Stages"). trawl reports a job's
+    # failure itself; the error still names the expression, not the line.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
