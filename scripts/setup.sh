@@ -109,4 +109,11 @@ if [ "$(cat .venv-airflow/.installed 2>/dev/null)" != "$AIRFLOW_PINS" ] \
   echo "$AIRFLOW_PINS" > .venv-airflow/.installed
 fi
 
+# The driver JVM's class archive (trawl.store.classcache): Spark's classes
+# mapped at every JVM start instead of read from the jars. Written once per
+# JVM and set of jars, by one small crawl on loopback; trawl runs without it.
+if ! .venv/bin/python -m trawl.devtools.classcache; then
+  echo "setup: no class archive; trawl starts its JVM without one"
+fi
+
 echo "setup: .venv, .venv-pywb, .venv-airflow, .replaywebpage and jars/lib ready ($(ls jars/lib/*.jar | wc -l) jars)"

@@ -37,6 +37,7 @@ class SparkConfig:
     log_level: str = "ERROR"
     driver_jit: str = "c1"
     small_jobs: bool = True
+    class_archive: bool = True
     conf: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trawl.config import Config
+from trawl.store import classcache
 from trawl.store.objectstore import S3Store
 
 if TYPE_CHECKING:
@@ -115,7 +116,11 @@ def spark_conf(cfg: Config) -> dict[str, str]:
     if LOG4J2_PROPERTIES.is_file():
         log_opts = [f"-Dlog4j2.configurationFile=file:{LOG4J2_PROPERTIES}"]
         conf["spark.executor.extraJavaOptions"] = log_opts[0]
-    driver_opts = [*log_opts, *DRIVER_JIT_OPTIONS[cfg.spark.driver_jit]]
+    driver_opts = [
+        *log_opts,
+        *DRIVER_JIT_OPTIONS[cfg.spark.driver_jit],
+        *classcache.driver_options(cfg),
+    ]
     if driver_opts:
         conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
     if cfg.spark.master.startswith("local"):

@@ -1,0 +1,83 @@
+"""The driver JVM's class archive: named by the JVM and the jars it was
+made for, used when there, and really mapped by the JVM trawl starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trawl.config import load_config
+from trawl.store import classcache
+from trawl.store.session import spark_conf
+
+LIB = Path(__file__).resolve().parents[2] / "lib"
+
+
+def test_the_archive_is_named_by_the_jvm_and_every_jar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "a.jar").write_bytes(b"a")
+    (jars / "b.jar").write_bytes(b"b")
+    monkeypatch.setattr(classcache, "spark_jars", lambda: jars)
+    first = classcache.fingerprint()
+    assert first is not None and classcache.fingerprint() == first
+    os.utime(jars / "b.jar", ns=(1, 1))  # a jar replaced by one of the same size
+    second = classcache.fingerprint()
+    assert second != first
+    (jars / "c.jar").write_bytes(b"c")
+    assert classcache.fingerprint() not in (first, second)
+    monkeypatch.setattr(classcache, "java_binary", lambda: None)
+    assert classcache.fingerprint() is None and classcache.archive_file() is None
+
+
+def test_the_driver_maps_the_archive_only_when_there_and_wanted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg = load_config(None, [], environ={})
+    assert classcache.driver_options(cfg) == []
+    path = classcache.archive_file()
+    assert path is not None and path.parent == tmp_path / "trawl" / "jvm"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"classes")
+    assert classcache.driver_options(cfg) == []  # no size written: not known whole
+    classcache.size_file(path).write_text("7")
+    options = spark_conf(cfg)["spark.driver.extraJavaOptions"].split()
+    assert f"-XX:SharedArchiveFile={path}" in options and "-Xlog:cds=off" in options
+    with path.open("ab") as cut:  # a copy cut short would crash the JVM: not used
+        cut.truncate(3)
+    assert classcache.driver_options(cfg) == []
+    classcache.size_file(path).write_text("3")
+    assert classcache.driver_options(cfg) != []
+    off = load_config(None, ["spark.class_archive=false"], environ={})
+    assert "SharedArchiveFile" not in spark_conf(off)["spark.driver.extraJavaOptions"]
+
+
+@pytest.mark.crawl
+def test_the_jvm_trawl_starts_loads_spark_from_the_archive(tmp_path: Path) -> None:
+    """``scripts/setup.sh`` wrote the archive (``trawl.devtools.classcache``);
+    a session trawl builds loads Spark's classes from it, as the JVM's class
+    loading log says."""
+    archive = classcache.archive_file()
+    if archive is None or not archive.is_file():
+        pytest.skip("no class archive: scripts/setup.sh writes it")
+    log = tmp_path / "classes.log"
+    script = (
+        "from trawl.config import load_config\n"
+        "from trawl.store.session import build_spark\n"
+        "spark = build_spark(load_config(None, ['spark.master=local[1]'], environ={}))\n"
+        "assert spark.range(3).count() == 3\n"
+        "spark.stop()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(LIB)}
+    env["JAVA_TOOL_OPTIONS"] = f"-Xlog:class+load:file={log}"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
+    loaded = [line for line in log.read_text().splitlines() if "org.apache.spark.sql." in line]
+    shared = [line for line in loaded if "shared objects file (top)" in line]
+    assert loaded and len(shared) > len(loaded) // 2, loaded[:5]
