@@ -27,6 +27,7 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -144,15 +145,20 @@ def crawl(
         *args.set,
     ]
     cfg = load_config(None, overrides, environ={})
+    began = time.monotonic()
     spark = build_spark(cfg)
+    walls: list[tuple[str, float]] = [("session", time.monotonic() - began)]
     root = str(work / "crawl")
-    walls: list[tuple[str, float]] = []
+    calls = count_py4j_calls()
+    py4j: dict[str, int] = {}
 
     def stage(name: str, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         spark.sparkContext.setLocalProperty(PHASE, name)
+        calls.clear()
         began = time.monotonic()
         got = job()
         walls.append((name, time.monotonic() - began))
+        py4j[name] = calls.total()
         print(f"[stages] {name}: {walls[-1][1]:.1f} s", file=sys.stderr, flush=True)
         return got
 
@@ -168,8 +174,48 @@ def crawl(
             stage(f"c{i + 1}.{name}", partial(run, ctx))
     spark.stop()
     jobs = jobs_by_stage(event_lines(log_dir))
-    stages = [summary(name, wall, jobs.get(name, [])) for name, wall in walls]
+    stages = [
+        {**summary(name, wall, jobs.get(name, [])), "py4j_calls": py4j.get(name, 0)}
+        for name, wall in walls
+    ]
     return stages, cycle_costs(stages, jobs)
+
+
+class Py4jCalls:
+    """Round trips from Python to the driver's JVM, from every thread, since
+    the last ``clear``: each Column function and DataFrame method is one or
+    more, and each costs the driver a little."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self._n += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._n = 0
+
+    def total(self) -> int:
+        with self._lock:
+            return self._n
+
+
+def count_py4j_calls() -> Py4jCalls:
+    """Count every command PySpark sends the JVM (py4j's client connection)."""
+    from py4j.clientserver import ClientServerConnection
+
+    calls = Py4jCalls()
+    send = ClientServerConnection.send_command
+
+    def counted(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        calls.add()
+        return send(self, command, *args, **kwargs)
+
+    ClientServerConnection.send_command = counted  # type: ignore[method-assign]
+    return calls
 
 
 def cycle_costs(
@@ -220,7 +266,8 @@ def main() -> None:
     append_line(args.results, line)
     for s in stages:
         print(f"{s['stage']:>12}: {s['wall_s']:6.1f} s, {s['jobs']:3d} jobs, "
-              f"{s['in_jobs_s']:5.1f} s in jobs, {s['outside_jobs_s']:5.1f} s outside")  # fmt: skip
+              f"{s['in_jobs_s']:5.1f} s in jobs, {s['outside_jobs_s']:5.1f} s outside, "
+              f"{s['py4j_calls']:5d} py4j calls")  # fmt: skip
     for c in cycles:
         print(f"{c['cycle']:>12}: {c['wall_s']:6.1f} s, of which fetching {c['fetching_s']:.1f} s, "
               f"fixed cost {c['fixed_s']:.1f} s")  # fmt: skip

@@ -48,8 +48,9 @@ BASE_CONF: dict[str, str] = {
     # site in the JVM (a walk of the Python stack and four or five py4j round
     # trips), so that an error can name the line that built the failing
     # expression. A cycle's jobs build thousands of expressions: with it off,
-    # bench_stages' generate makes 4,187 py4j calls instead of 9,057, and
-    # updatedb 4,565 instead of 7,935 (docs/benchmarks.md, "Stages"). trawl
+    # bench_stages' generate made 4,187 py4j calls from the driver's main
+    # thread instead of 9,057, and updatedb 4,565 instead of 7,935
+    # (docs/benchmarks.md, "Stages"). trawl
     # reports a job's failure itself; the error names the expression, not
     # the Python line that built it.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
