@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trawl.runner.common import JobContext, say
+from trawl.store.session import session_conf
 from trawl.store.tables import (
     TABLES,
     counted,
@@ -34,7 +34,7 @@ from trawl.store.tables import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    pass
 
 MARGIN_H = 1.0  # added to every retention: clocks of the writers differ a little
 VACUUM_CONF = {
@@ -112,7 +112,7 @@ def run_vacuum(
         return [{"table": n, "retain_hours": None, "why": plan.why, "files": 0} for n in
                 names or TABLES]  # fmt: skip
     spark = ctx.spark
-    with _session_conf(spark, VACUUM_CONF):
+    with session_conf(spark, VACUUM_CONF):
         for name in names or TABLES:
             if not ctx.files.names(f"{name}/_delta_log", ".json"):
                 continue  # never made: nothing to vacuum, and vacuum creates nothing
@@ -124,19 +124,3 @@ def run_vacuum(
             rows.append({"table": name, "retain_hours": plan.hours, "why": plan.why,
                          "files": doomed, "deleted": 0 if dry_run else doomed})  # fmt: skip
     return rows
-
-
-@contextmanager
-def _session_conf(spark: SparkSession, values: dict[str, str]) -> Iterator[None]:
-    """``values`` set in the session for the block, the previous ones back after."""
-    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in values}
-    for key, value in values.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)

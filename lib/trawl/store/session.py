@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -250,13 +250,11 @@ def wait_for_running_tasks(spark: SparkSession, timeout_s: float = 60.0) -> bool
 
 
 @contextmanager
-def small_job_conf(spark: SparkSession, cfg: Config) -> Iterator[None]:
-    """Run the block with ``SMALL_JOB_CONF`` on the session (less the keys
-    set in ``[spark.conf]``), and the session's own settings back after it,
-    whatever it raised. Runtime SQL settings: nothing restarts."""
-    wanted = {k: v for k, v in SMALL_JOB_CONF.items() if k not in cfg.spark.conf}
-    before = {k: spark.conf.get(k, None) for k in wanted}
-    for key, value in wanted.items():
+def session_conf(spark: SparkSession, values: dict[str, str]) -> Iterator[None]:
+    """``values`` set in the session for the block, the previous ones back
+    after it, whatever it raised (runtime SQL settings: nothing restarts)."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
         spark.conf.set(key, value)
     try:
         yield
@@ -266,3 +264,9 @@ def small_job_conf(spark: SparkSession, cfg: Config) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
+
+
+def small_job_conf(spark: SparkSession, cfg: Config) -> AbstractContextManager[None]:
+    """``session_conf`` with ``SMALL_JOB_CONF``, less the keys set in
+    ``[spark.conf]``."""
+    return session_conf(spark, {k: v for k, v in SMALL_JOB_CONF.items() if k not in cfg.spark.conf})
