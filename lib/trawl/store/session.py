@@ -50,9 +50,8 @@ BASE_CONF: dict[str, str] = {
     # expression. A cycle's jobs build thousands of expressions: with it off,
     # bench_stages' generate made 4,187 py4j calls from the driver's main
     # thread instead of 9,057, and updatedb 4,565 instead of 7,935
-    # (docs/benchmarks.md, "Stages"). trawl
-    # reports a job's failure itself; the error names the expression, not
-    # the Python line that built it.
+    # (docs/benchmarks.md, "Stages"). trawl reports a job's failure itself;
+    # the error names the expression, not the Python line that built it.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
