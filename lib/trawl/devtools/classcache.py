@@ -40,7 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     if classcache.usable(target) and not args.force:
         print(f"class archive: {target} is up to date", file=sys.stderr)
         return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"class archive: cannot write {target.parent}: {exc}", file=sys.stderr)
+        return 1
     partial = target.with_name(f".{target.name}.{os.getpid()}")
     began = time.monotonic()
     try:
