@@ -95,3 +95,15 @@ def test_a_job_is_small_by_crawldb_its_segment_table_and_its_input(
     assert common.is_small(ctx)
     sizes["crawldb"] = common.SMALL_TABLE_BYTES
     assert not common.is_small(ctx)
+
+
+def test_inject_counts_its_local_seed_files_and_a_remote_one_as_big(tmp_path: Path) -> None:
+    from trawl.runner.inject import seed_bytes
+
+    (tmp_path / "a.txt").write_bytes(b"x" * 10)
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "b.txt").write_bytes(b"y" * 5)
+    assert seed_bytes([str(tmp_path / "a.txt")]) == 10
+    assert seed_bytes([str(tmp_path / "a.txt"), str(tmp_path / "more")]) == 15
+    remote = seed_bytes([str(tmp_path / "a.txt"), "s3a://bucket/seeds.txt"])
+    assert remote >= common.SMALL_TABLE_BYTES

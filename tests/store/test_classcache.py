@@ -81,3 +81,10 @@ def test_the_jvm_trawl_starts_loads_spark_from_the_archive(tmp_path: Path) -> No
     loaded = [line for line in log.read_text().splitlines() if "org.apache.spark.sql." in line]
     shared = [line for line in loaded if "shared objects file (top)" in line]
     assert loaded and len(shared) > len(loaded) // 2, loaded[:5]
+
+
+def test_the_session_leaves_out_pysparks_per_call_query_context() -> None:
+    """Each Column and DataFrame call would record its Python call site in
+    the JVM first (py4j round trips; docs/benchmarks.md, "Stages")."""
+    conf = spark_conf(load_config(None, [], environ={}))
+    assert conf["spark.python.sql.dataFrameDebugging.enabled"] == "false"

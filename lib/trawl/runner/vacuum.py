@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trawl.runner.common import JobContext, say
 from trawl.store.session import session_conf
@@ -32,9 +32,6 @@ from trawl.store.tables import (
     segment_path,
     table_path,
 )
-
-if TYPE_CHECKING:
-    pass
 
 MARGIN_H = 1.0  # added to every retention: clocks of the writers differ a little
 VACUUM_CONF = {
