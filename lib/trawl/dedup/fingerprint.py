@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import mmh3
-from datasketch import MinHash
 
 from trawl.config import DedupConfig
 from trawl.dedup.simhash import simhash
@@ -145,10 +144,17 @@ def _shingle_hash32(shingle: Any) -> int:
 @functools.lru_cache(maxsize=8)
 def _permutations(num_perm: int, seed: int) -> Any:
     """The permutation parameters (drawn once per process, not per page)."""
+    from datasketch import MinHash  # see _minhash
+
     return MinHash(num_perm=num_perm, seed=seed, scheme=_MINHASH_SCHEME).permutations
 
 
 def _minhash(grams: Sequence[str], num_perm: int, seed: int = 1) -> list[int]:
+    # Imported here: datasketch's package imports its LSH classes and with
+    # them scipy, 0.8 s of every Spark Python worker that unpickles a stage
+    # function reaching this module, MinHash wanted or not.
+    from datasketch import MinHash
+
     sketch = MinHash(
         num_perm=num_perm,
         seed=seed,
