@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +89,13 @@ def test_the_session_leaves_out_pysparks_per_call_query_context() -> None:
     the JVM first (py4j round trips; docs/benchmarks.md, "Stages")."""
     conf = spark_conf(load_config(None, [], environ={}))
     assert conf["spark.python.sql.dataFrameDebugging.enabled"] == "false"
+
+
+def test_the_session_runs_without_query_contexts_or_icu_case_mapping(spark: Any) -> None:
+    """The settings reach a session built from them: no stack captured per
+    Column, and lower() by the JVM's case mapping (ICU's first call costs a
+    JVM seconds), which lowers host names as expected."""
+    for key in ("spark.sql.dataFrameQueryContext.enabled", "spark.sql.icu.caseMappings.enabled"):
+        assert spark.conf.get(key) == "false"
+    row = spark.sql("SELECT lower(parse_url('http://WWW.Example.ORG/A', 'HOST')) AS h").first()
+    assert row is not None and row["h"] == "www.example.org"

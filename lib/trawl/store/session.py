@@ -53,6 +53,17 @@ BASE_CONF: dict[str, str] = {
     # (docs/benchmarks.md, "Stages"). trawl reports a job's failure itself;
     # the error names the expression, not the Python line that built it.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # Its JVM half: every Column and DataFrame built through the Dataset API
+    # captures the JVM's stack for the same purpose, and from Python that
+    # stack is py4j's frames, naming nothing a user wrote.
+    "spark.sql.dataFrameQueryContext.enabled": "false",
+    # lower() and upper() by the JVM's own case mapping, as Spark 3 did,
+    # instead of ICU's: ICU loads its data and rules on a JVM's first call,
+    # 2.5 s of every process whose updatedb lowers its links' hosts (20,000
+    # host names: 2.7-2.9 s the first time with ICU, 0.8 s with the JVM's,
+    # 0.2 s either way after). Host names are ASCII; the two mappings differ
+    # only on a few special-cased letters.
+    "spark.sql.icu.caseMappings.enabled": "false",
 }
 
 
