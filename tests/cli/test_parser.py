@@ -49,7 +49,7 @@ def test_at_without_zone_is_utc() -> None:
 
 def test_the_demo_takes_its_web_size_and_cycles(capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(["demo"])
-    assert (args.hosts, args.cycles) == (60, 3)
+    assert (args.hosts, args.cycles) == (60, 2)
     assert build_parser().parse_args(["demo", "--hosts", "300"]).hosts == 300
     for bad in (["demo", "--hosts", "0"], ["demo", "--cycles", "x"]):
         with pytest.raises(SystemExit) as exit_:
@@ -82,3 +82,21 @@ def test_demo_archive_turns_requisite_capture_on_unless_set(tmp_path: Path) -> N
     given = ["requisites.capture=false"]
     cfg = load_config(None, given, environ={})
     assert not crawl_config(cfg, hosts, given, True).requisites.capture
+
+
+def test_the_demo_plans_as_much_per_host_as_its_fetch_has_time_for(tmp_path: Path) -> None:
+    """generate's fetch window follows the demo's fetch time limit (or the
+    user's), so the cycle's fetch is not cut off by its own limit; either
+    setting given by the user stays as given."""
+    from trawl.config import load_config
+    from trawl.demo import DEMO_FETCH_S, crawl_config
+
+    hosts = tmp_path / "hosts"
+    cfg = crawl_config(load_config(None, [], environ={}), hosts, [])
+    assert cfg.fetch.time_limit_s == cfg.generate.fetch_window_s == DEMO_FETCH_S
+    given = ["fetch.time_limit_s=40"]
+    cfg = crawl_config(load_config(None, given, environ={}), hosts, given)
+    assert cfg.fetch.time_limit_s == cfg.generate.fetch_window_s == 40
+    given = ["generate.fetch_window_s=90"]
+    cfg = crawl_config(load_config(None, given, environ={}), hosts, given)
+    assert (cfg.fetch.time_limit_s, cfg.generate.fetch_window_s) == (DEMO_FETCH_S, 90)

@@ -155,7 +155,7 @@ def _demo_parsers(sub: Any) -> None:
     )
     p = sub.add_parser("demo", help="start the test web, crawl it, show what happened")
     _common(p)
-    p.add_argument("--cycles", type=_positive, default=3, help="cycles to crawl (default 3)")
+    p.add_argument("--cycles", type=_positive, default=2, help="cycles to crawl (default 2)")
     p.add_argument(
         "--hosts", type=_positive, default=60,
         help="hosts of the demo's test web (default 60; [testweb] sets the rest)",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from trawl import faults
 from trawl.runner.common import JobContext, say, segment_id, stage
@@ -14,6 +15,8 @@ from trawl.runner.events import run_events
 from trawl.runner.fetch import run_fetch
 from trawl.runner.generate import run_generate
 from trawl.runner.updatedb import run_updatedb
+
+R = TypeVar("R")
 
 
 def run_cycles(
@@ -33,28 +36,31 @@ def run_cycles(
         say(f"cycle {i + 1}/{cycles}: segment {ctx.segment}")
         faults.point("stage:generate")
         stage("generate")
-        gen = run_generate(ctx)
-        say(f"  generate: {gen['urls']} URLs on {gen['hosts']} hosts in {gen['tasks']} tasks")
+        gen, took = timed(run_generate, ctx)
+        say(
+            f"  generate: {gen['urls']} URLs on {gen['hosts']} hosts in {gen['tasks']} "
+            f"tasks ({took:.1f} s)"
+        )
         if not gen["urls"]:
             break
         faults.point("stage:fetch")
         stage("fetch")
-        got = run_fetch(ctx, time_limit_s)
-        say(f"  fetch: {got.get('fetch/page/success', 0)} pages fetched")
+        got, took = timed(run_fetch, ctx, time_limit_s)
+        say(f"  fetch: {got.get('fetch/page/success', 0)} pages fetched ({took:.1f} s)")
         faults.point("stage:updatedb")
         stage("updatedb")
-        upd = run_updatedb(ctx)
-        say(f"  updatedb: {upd['new_urls']} new URLs")
+        upd, took = timed(run_updatedb, ctx)
+        say(f"  updatedb: {upd['new_urls']} new URLs ({took:.1f} s)")
         faults.point("stage:dedup")
         stage("dedup")
-        dup = run_dedup(ctx)
+        dup, took = timed(run_dedup, ctx)
         say(
             f"  dedup: {dup['dedup/duplicates/marked']} pages marked duplicate, "
-            f"{dup['dedup/links/unfollowed']} links unfollowed"
+            f"{dup['dedup/links/unfollowed']} links unfollowed ({took:.1f} s)"
         )
         faults.point("stage:events")
         stage("events")
-        ev = run_events(ctx)
+        ev, took = timed(run_events, ctx)
         if ctx.cfg.catalog.register_in_cycle:
             from trawl.store.catalog import register_crawl
 
@@ -63,7 +69,8 @@ def run_cycles(
         elapsed = time.monotonic() - started
         say(
             f"  events: {ev.get('events/crawl.fetched', 0)} fetched, "
-            f"{ev.get('events/crawl.removed', 0)} removed ({elapsed:.0f} s for the cycle)"
+            f"{ev.get('events/crawl.removed', 0)} removed ({took:.1f} s; "
+            f"{elapsed:.0f} s for the cycle)"
         )
         rows.append({
             "cycle": i + 1, "segment": ctx.segment, "generated": gen["urls"],
@@ -74,3 +81,9 @@ def run_cycles(
             "duplicates": dup["dedup/duplicates/marked"], "seconds": round(elapsed, 1),
         })  # fmt: skip
     return rows
+
+
+def timed(job: Callable[..., R], *args: Any) -> tuple[R, float]:
+    """``job(*args)`` and the seconds it took."""
+    began = time.monotonic()
+    return job(*args), time.monotonic() - began
