@@ -47,7 +47,7 @@ LAYERS: dict[str, int] = {
     "stats": 8,
     "report": 8,
     "crawlreport": 8,
-    "sql": 9,
+    "sql": 8,
     "demo": 9,
     "cli": 10,
     "devtools": 11,

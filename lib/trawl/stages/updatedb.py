@@ -244,7 +244,7 @@ def _host_or_none(url: str) -> str | None:
 
 
 def host_rows(
-    hostdb: DataFrame, fetch: DataFrame, ctx: StageContext, siblings: DataFrame | None = None
+    hostdb: DataFrame, fetch: DataFrame, ctx: StageContext, siblings: DataFrame
 ) -> DataFrame:
     """hostdb rows for every host the segment visited, through ``merge_host``;
     ``siblings``: ``trawl.stages.traps.sibling_evidence`` per host."""
@@ -262,13 +262,11 @@ def host_rows(
         .groupBy("host")
         .agg(F.max_by(F.struct(*fetch.columns), "fetched_at").alias("probe"))
     )
-    per_host = pages.join(robots, "host", "full").join(probe, "host", "left")
-    if siblings is not None:
-        per_host = per_host.join(
-            siblings.select("host", F.struct(*SIBLING_FIELDS).alias("siblings")), "host", "left"
-        )
-    else:
-        per_host = per_host.withColumn("siblings", F.lit(None))
+    per_host = (
+        pages.join(robots, "host", "full")
+        .join(probe, "host", "left")
+        .join(siblings.select("host", F.struct(*SIBLING_FIELDS).alias("siblings")), "host", "left")
+    )
     joined = per_host.join(
         hostdb.select("host", F.struct(*HOSTDB_SCHEMA.fieldNames()).alias("old")), "host", "left"
     )
