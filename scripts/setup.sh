@@ -53,7 +53,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, boto3, moto, wacz, websocket' 2>/dev/null \
+if ! .venv/bin/python -c 'import trawl, pyspark, delta, pytest, xdist, boto3, moto, wacz, websocket' 2>/dev/null \
    || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]'

@@ -1,4 +1,5 @@
-"""Shared fixtures: one Spark session for the whole run (local[2], few
+"""Shared fixtures: one Spark session for the whole run, or for each of
+pytest-xdist's workers (scripts/test.sh starts one a core; local[2], few
 shuffle partitions, UI off, Delta on), started only by tests that ask for it,
 and the path of the conformance corpora beside the project."""
 
