@@ -165,10 +165,12 @@ def test_driver_jit_sets_the_driver_jvm_options() -> None:
     from trawl.store.session import spark_conf
 
     c1 = spark_conf(load_config(None, [], environ={}))
-    assert "-XX:TieredStopAtLevel=1" in c1["spark.driver.extraJavaOptions"].split()
+    options = c1["spark.driver.extraJavaOptions"].split()
+    assert {"-XX:TieredStopAtLevel=1", "-XX:CompileThresholdScaling=0.1"} <= set(options)
     assert "TieredStopAtLevel" not in c1.get("spark.executor.extraJavaOptions", "")
     tiered = spark_conf(load_config(None, ["spark.driver_jit=tiered"], environ={}))
-    assert "TieredStopAtLevel" not in tiered.get("spark.driver.extraJavaOptions", "")
+    for option in ("TieredStopAtLevel", "CompileThresholdScaling"):
+        assert option not in tiered.get("spark.driver.extraJavaOptions", "")
     # the log configuration stays either way
     assert "log4j2" in c1["spark.driver.extraJavaOptions"]
     assert "log4j2" in tiered["spark.driver.extraJavaOptions"]
