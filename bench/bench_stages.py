@@ -13,9 +13,13 @@ dedup -> events (``trawl.runner``) on Spark ``local[2]`` with Spark's event
 log on. Per stage the line records the wall time, the Spark jobs it ran
 (those started from the stage's helper threads included), the seconds
 inside jobs and the seconds outside them (the driver: planning, Delta log
-work, Python), and the five call sites that ran the most jobs; per cycle,
-its wall time, the seconds spent fetching (the fetch stage's longest job)
-and the rest, the cycle's fixed cost (issue 29's target: 12 s).
+work, Python), the five call sites that ran the most jobs, the py4j calls
+and the CPU seconds of the driver's JVM (in local mode also the executor's)
+and of the Python driver; per cycle, its wall time, the seconds spent
+fetching (the fetch stage's longest job) and the rest, the cycle's fixed
+cost (issue 29's target: 12 s), and the CPU seconds of the stages around
+the fetch. CPU seconds drift less than wall time where the machine's speed
+varies with its neighbours: compare runs on both.
 One JSON line per run is appended to bench/results/stages.jsonl (or
 ``--results``).
 """
@@ -151,13 +155,18 @@ def crawl(
     root = str(work / "crawl")
     calls = count_py4j_calls()
     py4j: dict[str, int] = {}
+    cpu: dict[str, tuple[float, float]] = {}
+    jvm = jvm_pid()
 
     def stage(name: str, job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         spark.sparkContext.setLocalProperty(PHASE, name)
         calls.clear()
+        before = cpu_seconds(jvm)
         began = time.monotonic()
         got = job()
         walls.append((name, time.monotonic() - began))
+        after = cpu_seconds(jvm)
+        cpu[name] = (after[0] - before[0], after[1] - before[1])
         py4j[name] = calls.total()
         print(f"[stages] {name}: {walls[-1][1]:.1f} s", file=sys.stderr, flush=True)
         return got
@@ -175,10 +184,45 @@ def crawl(
     spark.stop()
     jobs = jobs_by_stage(event_lines(log_dir))
     stages = [
-        {**summary(name, wall, jobs.get(name, [])), "py4j_calls": py4j.get(name, 0)}
+        {
+            **summary(name, wall, jobs.get(name, [])),
+            "py4j_calls": py4j.get(name, 0),
+            "jvm_cpu_s": round(cpu.get(name, (0.0, 0.0))[0], 2),
+            "py_cpu_s": round(cpu.get(name, (0.0, 0.0))[1], 2),
+        }
         for name, wall in walls
     ]
     return stages, cycle_costs(stages, jobs)
+
+
+def jvm_pid() -> int | None:
+    """The driver JVM's process (PySpark's gateway runs spark-submit, which
+    becomes the JVM), or None when it cannot be told."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None) if gateway is not None else None
+    return proc.pid if proc is not None else None
+
+
+def cpu_seconds(jvm: int | None) -> tuple[float, float]:
+    """CPU seconds used so far by the driver JVM (user and system, every
+    thread; 0 when unknown) and by this Python process. On a machine whose
+    speed drifts with its neighbours, CPU seconds move less than wall time:
+    a comparison of two runs looks at both."""
+    import os
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    py = used.ru_utime + used.ru_stime
+    if jvm is None:
+        return 0.0, py
+    try:
+        fields = Path(f"/proc/{jvm}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, py
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks, py
 
 
 class Py4jCalls:
@@ -232,8 +276,11 @@ def cycle_costs(
             continue
         fetching = max(j["end"] - j["start"] for j in fetch_jobs) / 1000
         wall = sum(s["wall_s"] for s in parts)
+        # the driver's CPU seconds in the stages around the fetch
+        cpu = sum(s["jvm_cpu_s"] + s["py_cpu_s"] for s in parts if s["stage"] != f"{cycle}.fetch")
         out.append({"cycle": cycle, "wall_s": round(wall, 2), "fetching_s": round(fetching, 2),
-                    "fixed_s": round(wall - fetching, 2)})  # fmt: skip
+                    "fixed_s": round(wall - fetching, 2),
+                    "cpu_outside_fetch_s": round(cpu, 2)})  # fmt: skip
     return out
 
 
@@ -267,10 +314,12 @@ def main() -> None:
     for s in stages:
         print(f"{s['stage']:>12}: {s['wall_s']:6.1f} s, {s['jobs']:3d} jobs, "
               f"{s['in_jobs_s']:5.1f} s in jobs, {s['outside_jobs_s']:5.1f} s outside, "
-              f"{s['py4j_calls']:5d} py4j calls")  # fmt: skip
+              f"{s['py4j_calls']:5d} py4j calls, CPU {s['jvm_cpu_s']:5.1f} s JVM "
+              f"{s['py_cpu_s']:4.1f} s Python")  # fmt: skip
     for c in cycles:
         print(f"{c['cycle']:>12}: {c['wall_s']:6.1f} s, of which fetching {c['fetching_s']:.1f} s, "
-              f"fixed cost {c['fixed_s']:.1f} s")  # fmt: skip
+              f"fixed cost {c['fixed_s']:.1f} s (driver CPU outside the fetch "
+              f"{c['cpu_outside_fetch_s']:.1f} s)")  # fmt: skip
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 

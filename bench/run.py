@@ -167,7 +167,13 @@ def stages_row(r: dict[str, Any]) -> str:
     each = ", ".join(f"{s['stage']} {_n(s['wall_s'], 1)} s" for s in stages)
     fixed = "".join(
         f"; {c['cycle']}: fixed cost {_n(c['fixed_s'], 1)} s of {_n(c['wall_s'], 1)} s "
-        f"(fetching {_n(c['fetching_s'], 1)} s)"
+        f"(fetching {_n(c['fetching_s'], 1)} s"
+        + (
+            f"; driver CPU outside the fetch {_n(c['cpu_outside_fetch_s'], 1)} s"
+            if "cpu_outside_fetch_s" in c
+            else ""
+        )
+        + ")"
         for c in r.get("cycles", [])
     )
     return (
