@@ -29,10 +29,13 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields 3.. of /proc/PID/stat (after the command name), or None if gone."""
+def _stat_fields(pid: int, tid: int | None = None) -> list[str] | None:
+    """Fields 3.. of /proc/PID/stat (after the command name), or of thread
+    ``tid``'s /proc/PID/task/TID/stat; None if gone. (/proc/TID/stat of a
+    thread that does not lead its process holds the whole process's times.)"""
+    path = f"/proc/{pid}/task/{tid}/stat" if tid is not None else f"/proc/{pid}/stat"
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(path).read_text()
     except OSError:
         return None
     return text[text.rindex(")") + 2 :].split()
@@ -86,8 +89,8 @@ def jit_cpu_s(root: int) -> float:
                 name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
             except OSError:
                 continue
-            # a thread's own stat is at /proc/TID/stat too
-            fields = _stat_fields(int(tid)) if name.startswith(JIT_THREAD_PREFIXES) else None
+            jit = name.startswith(JIT_THREAD_PREFIXES)
+            fields = _stat_fields(pid, int(tid)) if jit else None
             if fields is not None:
                 ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / CLOCK_TICKS
