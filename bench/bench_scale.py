@@ -72,6 +72,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 
 from trawl.config import Config, load_config
+from trawl.crawldb.budgets import path_pattern
 from trawl.runner import JobContext, run_generate, run_updatedb, segment_id
 from trawl.stages.common import sql_in
 from trawl.stages.traps import one_per_url
@@ -424,6 +425,10 @@ def crawldb_frame(spark: SparkSession, hosts: DataFrame, n: int, n_hosts: int) -
         "deferred_reason": F.lit(None).cast("string"),
         "deferred_at": F.lit(None).cast("timestamp"),
         "counter_run": F.lit(0),
+        # trawl.crawldb.budgets.path_pattern of these URLs: every segment's digits masked
+        "pattern": F.regexp_replace(
+            F.col("url"), r"^https://([^/]+)/([a-z]+)/[0-9]+\.html$", "$1/$2/0.html"
+        ),
     }
     return base.withColumns(cols).select(
         *[F.col(f.name).cast(f.dataType) for f in CRAWLDB_SCHEMA.fields]
@@ -453,6 +458,11 @@ def hostdb_frame(hosts: DataFrame) -> DataFrame:
         "soft404_simhash": F.lit(None).cast("long"),
         "soft404_probed_at": ts(-unit(h, 7) * 10 * DAY),  # within traps.soft404_reprobe_s
         "soft404_location": F.lit(None).cast("string"),
+        # no sibling evidence yet (updatedb counts it from a segment's links)
+        "sibling_pages": F.lit(None).cast("int"),
+        "sibling_hosts": F.lit(None).cast("int"),
+        "sibling_links": F.lit(None).cast("int"),
+        "sibling_segment": F.lit(None).cast("string"),
     }
     return hosts.withColumns(cols).select(
         *[F.col(f.name).cast(f.dataType) for f in HOSTDB_SCHEMA.fields]
@@ -501,6 +511,7 @@ def check_sample(spark: SparkSession, root: str, cfg: Config, n: int, size: int 
             and url_fingerprint(r["url"]) == r["url_fp"]
             and host_bucket(r["host"], cfg.crawl.host_buckets) == r["host_bucket"]
             and registered_domain(r["host"]) == r["domain"]
+            and path_pattern(r["url"]) == r["pattern"]
         )
         bad += not ok
     return bad
@@ -595,6 +606,7 @@ def fetch_frame(
         "error": F.lit(None).cast("string"),
         "soft404": F.lit(False),
         "linked_from": F.lit(None).cast("string"),  # generated, not followed
+        "requisites": F.lit(None).cast("array<string>"),  # requisites.capture is off
     }
     return chosen.withColumns(cols).select(
         *[F.col(f.name).cast(f.dataType) for f in FETCH_SCHEMA.fields]

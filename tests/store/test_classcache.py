@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from trawl.config import load_config
+from trawl.devtools.classcache import prune
 from trawl.store import classcache
 from trawl.store.session import spark_conf
 
@@ -35,6 +36,37 @@ def test_the_archive_is_named_by_the_jvm_and_every_jar(
     assert classcache.fingerprint() not in (first, second)
     monkeypatch.setattr(classcache, "java_binary", lambda: None)
     assert classcache.fingerprint() is None and classcache.archive_file() is None
+
+
+def test_a_build_removes_the_archives_it_replaces_and_keeps_another_checkouts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, theirs = tmp_path / "ours" / "jars", tmp_path / "theirs" / "jars"
+    ours.mkdir(parents=True)
+    theirs.mkdir(parents=True)
+    monkeypatch.setattr(classcache, "spark_jars", lambda: ours)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+
+    def archive(name: str, jars: Path | None) -> Path:
+        path = cache / f"spark-{name}.jsa"
+        path.write_bytes(b"x")
+        classcache.size_file(path).write_text("1")
+        if jars is not None:
+            classcache.source_file(path).write_text(str(jars))
+        return path
+
+    kept = archive("new", ours)
+    older = archive("old", ours)  # this checkout's, before its jars changed
+    other = archive("other", theirs)  # a second checkout's, in use
+    gone = archive("gone", tmp_path / "deleted" / "jars")  # a checkout since removed
+    unknown = archive("unknown", None)  # written before archives named their jars
+    assert prune(kept) == sorted([older, gone, unknown])
+    left = sorted(p.name for p in cache.iterdir())
+    assert left == sorted(
+        f"spark-{n}.{ext}" for n in ("new", "other") for ext in ("jsa", "size", "src")
+    )
+    assert prune(kept) == [] and other.exists()
 
 
 def test_the_driver_maps_the_archive_only_when_there_and_wanted(

@@ -63,15 +63,40 @@ def main(argv: list[str] | None = None) -> int:
         classcache.size_file(target).unlink(missing_ok=True)
         os.replace(partial, target)
         classcache.size_file(target).write_text(str(target.stat().st_size))
+        classcache.source_file(target).write_text(str(classcache.spark_jars()))
     finally:
         partial.unlink(missing_ok=True)
-    for older in target.parent.glob("spark-*"):
-        if older not in (target, classcache.size_file(target)):  # older jars', another JVM's
-            older.unlink(missing_ok=True)
+    prune(target)
     took = time.monotonic() - began
     size = target.stat().st_size / 2**20
     print(f"class archive: {target} ({size:.0f} MB, {took:.0f} s)", file=sys.stderr)
     return 0
+
+
+def prune(kept: Path) -> list[Path]:
+    """Remove the archives ``kept`` replaces, and those no checkout can use;
+    the removed archives. An archive is for one jars folder: the one made
+    for this folder before (older jars, another JVM) goes, as does one
+    whose folder is gone or that does not say which it was for. Another
+    checkout's stays: two checkouts on one machine (a clone CI checks
+    beside a working one) would otherwise remove each other's at every
+    build, and the other would start without one (183 MB each here)."""
+    ours = str(classcache.spark_jars())
+    removed = []
+    for archive in sorted(kept.parent.glob("spark-*.jsa")):
+        if archive == kept:
+            continue
+        source = classcache.source_file(archive)
+        try:
+            jars = source.read_text().strip()
+        except OSError:
+            jars = ""
+        if jars and jars != ours and Path(jars).is_dir():
+            continue
+        for path in (archive, classcache.size_file(archive), source):
+            path.unlink(missing_ok=True)
+        removed.append(archive)
+    return removed
 
 
 def dump(path: Path) -> int:

@@ -71,6 +71,12 @@ def size_file(archive: Path) -> Path:
     return archive.with_suffix(".size")
 
 
+def source_file(archive: Path) -> Path:
+    """The jars folder the archive was written for (one line), so that a
+    build for one checkout does not remove another's (``prune``)."""
+    return archive.with_suffix(".src")
+
+
 def usable(archive: Path) -> bool:
     """The archive is there and whole: the JVM checks an archive's header
     and falls back to the jars on a mismatch, but one cut short (a full
