@@ -4,26 +4,26 @@
         [--step-days 7] [--seed 1] [--workdir DIR] [--results bench/results/stages.jsonl]
         [--set KEY=VALUE]
 
-On a crawl this small every stage is mostly fixed cost: Spark jobs, Delta
-log reads and commits, the driver's planning between them. That cost is what
-a newcomer's first crawl, the test suite and the tail of every cycle pay, so
-it is measured on its own here. The test web (``fetch_testweb.py``'s parity
-web, ``--hosts`` hosts of ``--pages`` pages) runs in its own process; trawl
-runs inject, then ``--cycles`` cycles of generate -> fetch -> updatedb ->
-dedup -> events (``trawl.runner``) on Spark ``local[2]`` with Spark's event
-log on, ``--step-days`` logical days apart: cycle 1 crawls the web in a fresh
-session (a fresh JVM), cycle 2 revisits it a week later in the same session
-(every page due again: conditional GETs, robots.txt fetched again), so the
-line tells the first cycle's cost from a later cycle's. Per stage the line records the wall time, the Spark jobs it ran
-(those started from the stage's helper threads included), the seconds
-inside jobs and the seconds outside them (the driver: planning, Delta log
-work, Python), the five call sites that ran the most jobs, the py4j calls
-and the CPU seconds of the driver's JVM (in local mode also the executor's)
-and of the Python driver; per cycle, its wall time, the seconds spent
-fetching (the fetch stage's longest job) and the rest, the cycle's fixed
-cost (issue 29's target: 12 s), and the CPU seconds of the stages around
-the fetch. CPU seconds drift less than wall time where the machine's speed
-varies with its neighbours: compare runs on both.
+On a crawl this small every stage is mostly fixed cost: Spark jobs, Delta log
+reads and commits, the driver's planning between them. That cost is what a
+newcomer's first crawl, the test suite and the tail of every cycle pay, so it
+is measured on its own here. The test web (``fetch_testweb.py``'s parity web,
+``--hosts`` hosts of ``--pages`` pages) runs in its own process; trawl runs
+inject, then ``--cycles`` cycles of generate -> fetch -> updatedb -> dedup ->
+events (``trawl.runner``) on Spark ``local[2]`` with Spark's event log on,
+``--step-days`` logical days apart: cycle 1 crawls the web in a fresh session
+(a fresh JVM), cycle 2 revisits it a week later in the same session (every
+page due again: conditional GETs, robots.txt fetched again), so the line tells
+the first cycle's cost from a later cycle's. Per stage the line records the
+wall time, the Spark jobs it ran (those started from the stage's helper
+threads included), the seconds inside jobs and outside them (the driver:
+planning, Delta log work, Python), the five call sites that ran the most jobs,
+the py4j calls and the CPU seconds of the driver's JVM (in local mode also the
+executor's) and of the Python driver; per cycle, its wall time, the seconds
+spent fetching (the fetch stage's longest job) and the rest, the cycle's fixed
+cost (issue 29's target: 12 s), and the CPU seconds of the stages around the
+fetch. CPU seconds drift less than wall time where the machine's speed varies
+with its neighbours: compare runs on both.
 One JSON line per run is appended to bench/results/stages.jsonl (or
 ``--results``).
 """
