@@ -61,6 +61,7 @@ def test_a_build_removes_the_archives_it_replaces_and_keeps_another_checkouts(
     other = archive("other", theirs)  # a second checkout's, in use
     gone = archive("gone", tmp_path / "deleted" / "jars")  # a checkout since removed
     unknown = archive("unknown", None)  # written before archives named their jars
+    classcache.size_file(cache / "spark-lost.jsa").write_text("1")  # its archive gone
     assert prune(kept) == sorted([older, gone, unknown])
     left = sorted(p.name for p in cache.iterdir())
     assert left == sorted(

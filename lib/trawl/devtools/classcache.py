@@ -80,7 +80,7 @@ def prune(kept: Path) -> list[Path]:
     whose folder is gone or that does not say which it was for. Another
     checkout's stays: two checkouts on one machine (a clone CI checks
     beside a working one) would otherwise remove each other's at every
-    build, and the other would start without one (183 MB each here)."""
+    build, and the other would start without one (about 180 MB each here)."""
     ours = str(classcache.spark_jars())
     removed = []
     for archive in sorted(kept.parent.glob("spark-*.jsa")):
@@ -96,6 +96,9 @@ def prune(kept: Path) -> list[Path]:
         for path in (archive, classcache.size_file(archive), source):
             path.unlink(missing_ok=True)
         removed.append(archive)
+    for note in [*kept.parent.glob("spark-*.size"), *kept.parent.glob("spark-*.src")]:
+        if not note.with_suffix(".jsa").exists():  # its archive is gone
+            note.unlink(missing_ok=True)
     return removed
 
 
