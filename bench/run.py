@@ -49,6 +49,7 @@ BENCHES: dict[str, list[str]] = {
     "query": ["bench/bench_query.py"],
     "fuzz": ["bench/bench_fuzz.py"],
     "kills": ["bench/bench_kills.py"],
+    "plan_build": ["bench/bench_plan_build.py"],
 }
 
 
@@ -234,6 +235,19 @@ def kills_row(r: dict[str, Any]) -> str:
     )
 
 
+def plan_build_row(r: dict[str, Any]) -> str:
+    def span(form: str, key: str) -> str:
+        # round 0 warms the session: the later rounds are what a stage pays
+        values = [x[key] for x in r["rounds"] if x["form"] == form and x["round"] > 0]
+        return f"{_n(min(values), 1)}-{_n(max(values), 1)} s" if values else "none"
+
+    return (
+        f"{r['params']['steps']} window steps over {r['params']['rows']:,} rows, warm: built in "
+        f"{span('dataframe', 'build_s')} by DataFrame calls, {span('sql', 'build_s')} as one "
+        f"SQL statement; run in {span('dataframe', 'run_s')} and {span('sql', 'run_s')}"
+    )
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "fetch": fetch_row,
     "politeness": politeness_row,
@@ -247,6 +261,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], str]] = {
     "query": query_row,
     "fuzz": fuzz_row,
     "kills": kills_row,
+    "plan_build": plan_build_row,
 }
 
 
