@@ -22,8 +22,10 @@ the py4j calls and the CPU seconds of the driver's JVM (in local mode also the
 executor's) and of the Python driver; per cycle, its wall time, the seconds
 spent fetching (the fetch stage's longest job) and the rest, the cycle's fixed
 cost (issue 29's target: 12 s), and the CPU seconds of the stages around the
-fetch. CPU seconds drift less than wall time where the machine's speed varies
-with its neighbours: compare runs on both.
+fetch; and the seconds Spark's analyzer and optimizer rules took in the last
+cycle, in all and for the costliest rules. CPU seconds drift less than wall
+time where the machine's speed varies with its neighbours: compare runs on
+both.
 One JSON line per run is appended to bench/results/stages.jsonl (or
 ``--results``).
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -138,7 +141,7 @@ def summary(name: str, wall_s: float, jobs: list[dict[str, Any]]) -> dict[str, A
 
 def crawl(
     args: argparse.Namespace, web: Web, work: Path
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     log_dir = work / "eventlog"
     log_dir.mkdir(parents=True)
     overrides = [
@@ -182,14 +185,17 @@ def crawl(
 
     stage("inject", lambda: run_inject(JobContext(spark, cfg, root, "inject", AT),
                                        [web.info["seeds_file"]]))  # fmt: skip
+    rules = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor
     for i in range(args.cycles):
         at = AT + timedelta(days=args.step_days * i)
         ctx = JobContext(spark, cfg, root, segment_id(at), at)
+        rules.resetMetrics()  # what the last cycle's planning spends, below
         if not stage(f"c{i + 1}.generate", partial(run_generate, ctx))["urls"]:
             break
         for name, run in (("fetch", run_fetch), ("updatedb", run_updatedb),
                           ("dedup", run_dedup), ("events", run_events)):  # fmt: skip
             stage(f"c{i + 1}.{name}", partial(run, ctx))
+    rule_times = top_rules(rules.dumpTimeSpent())
     spark.stop()
     jobs = jobs_by_stage(event_lines(log_dir))
     stages = [
@@ -201,7 +207,24 @@ def crawl(
         }
         for name, wall in walls
     ]
-    return stages, cycle_costs(stages, jobs)
+    return stages, cycle_costs(stages, jobs), rule_times
+
+
+def top_rules(dump: str, top: int = 12) -> dict[str, Any]:
+    """Spark's analyzer and optimizer rules that took the driver the most
+    time in the last cycle (``RuleExecutor.dumpTimeSpent``): each one's
+    seconds and runs, and how many of those changed the plan; with the
+    total over every rule. A rule that runs on every DataFrame call and
+    rarely changes anything is where the calls' analysis goes."""
+    total = re.search(r"Total time: ([0-9.]+) seconds", dump)
+    found = []
+    for m in re.finditer(r"^(\S+)\s+(\d+) / (\d+)\s+(\d+) / (\d+)\s*$", dump, re.M):
+        name, eff_ns, ns, eff_runs, runs = m.groups()
+        found.append({"rule": name.rsplit(".", 1)[-1], "s": round(int(ns) / 1e9, 3),
+                      "effective_s": round(int(eff_ns) / 1e9, 3), "runs": int(runs),
+                      "effective_runs": int(eff_runs)})  # fmt: skip
+    found.sort(key=lambda r: -r["s"])
+    return {"total_s": float(total.group(1)) if total else None, "top": found[:top]}
 
 
 def jvm_pid() -> int | None:
@@ -301,7 +324,7 @@ def main() -> None:
     began, load = time.monotonic(), machine()
     web = Web(args, work / "web")
     try:
-        stages, cycles = crawl(args, web, work)
+        stages, cycles, rules = crawl(args, web, work)
     finally:
         web.stop()
     line = {
@@ -318,6 +341,7 @@ def main() -> None:
         },
         "stages": stages,
         "cycles": cycles,
+        "rules_last_cycle": rules,
         "seconds": round(time.monotonic() - began, 1),
     }
     append_line(args.results, line)
@@ -330,6 +354,10 @@ def main() -> None:
         print(f"{c['cycle']:>12}: {c['wall_s']:6.1f} s, of which fetching {c['fetching_s']:.1f} s, "
               f"fixed cost {c['fixed_s']:.1f} s (driver CPU outside the fetch "
               f"{c['cpu_outside_fetch_s']:.1f} s)")  # fmt: skip
+    if rules["total_s"] is not None:
+        top = ", ".join(f"{r['rule']} {r['s']:.2f} s" for r in rules["top"][:5])
+        print(f"{'rules':>12}: {rules['total_s']:.1f} s in the last cycle's analysis and "
+              f"optimisation ({top})")  # fmt: skip
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
 
