@@ -49,6 +49,7 @@ from typing import Any
 
 from bench_fetch import Web
 from bench_politeness import append_line, commit, machine
+from proctree import CLOCK_TICKS, stat_fields
 
 from trawl.config import load_config
 from trawl.runner import (
@@ -242,19 +243,14 @@ def cpu_seconds(jvm: int | None) -> tuple[float, float]:
     thread; 0 when unknown) and by this Python process. On a machine whose
     speed drifts with its neighbours, CPU seconds move less than wall time:
     a comparison of two runs looks at both."""
-    import os
     import resource
 
     used = resource.getrusage(resource.RUSAGE_SELF)
     py = used.ru_utime + used.ru_stime
-    if jvm is None:
+    fields = stat_fields(jvm) if jvm is not None else None
+    if fields is None:
         return 0.0, py
-    try:
-        fields = Path(f"/proc/{jvm}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0, py
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks, py
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS, py  # utime, stime
 
 
 class Py4jCalls:

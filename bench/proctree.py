@@ -29,7 +29,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def _stat_fields(pid: int, tid: int | None = None) -> list[str] | None:
+def stat_fields(pid: int, tid: int | None = None) -> list[str] | None:
     """Fields 3.. of /proc/PID/stat (after the command name), or of thread
     ``tid``'s /proc/PID/task/TID/stat; None if gone. (/proc/TID/stat of a
     thread that does not lead its process holds the whole process's times.)"""
@@ -46,7 +46,7 @@ def tree_pids(root: int, exclude: Iterable[int] = ()) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
+            fields = stat_fields(int(entry.name))
             if fields is not None:
                 children.setdefault(int(fields[1]), []).append(int(entry.name))
     skip = set(exclude)
@@ -64,7 +64,7 @@ def cpu_s(root: int, exclude: Iterable[int] = ()) -> float:
     """CPU seconds (user + system, reaped children included) of the tree so far."""
     ticks = 0
     for pid in tree_pids(root, exclude):
-        fields = _stat_fields(pid)
+        fields = stat_fields(pid)
         if fields is not None:  # utime, stime, cutime, cstime: stat fields 14-17
             ticks += sum(int(v) for v in fields[11:15])
     return ticks / CLOCK_TICKS
@@ -90,7 +90,7 @@ def jit_cpu_s(root: int) -> float:
             except OSError:
                 continue
             jit = name.startswith(JIT_THREAD_PREFIXES)
-            fields = _stat_fields(pid, int(tid)) if jit else None
+            fields = stat_fields(pid, int(tid)) if jit else None
             if fields is not None:
                 ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / CLOCK_TICKS
