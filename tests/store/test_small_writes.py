@@ -217,3 +217,51 @@ def test_small_tables_read_through_delta_rs_as_spark_reads_them(spark: Any, tmp_
     theirs = spark.read.format("delta").load(f"{root}/crawldb")
     assert ours.schema == theirs.schema
     assert sorted(map(tuple, ours.collect())) == sorted(map(tuple, theirs.collect()))
+
+
+@pytest.mark.parametrize("small_rows", [100, 4], ids=["delta-rs", "spark"])
+def test_counted_writes_count_the_rows_they_write_on_either_path(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_rows: int
+) -> None:
+    """``merge_counted``, ``append_rows`` and ``replace_rows`` with a tally
+    report the rows they wrote, from the small path's Arrow table or from
+    the source Spark keeps for its write; no rows, no commit."""
+    from trawl.store.schemas import REJECTED_SCHEMA
+
+    root = str(tmp_path / "crawl")
+    _seeded(spark, root)
+    monkeypatch.setattr(tables, "SMALL_ROWS", small_rows)  # 4: the 5 rows go through Spark
+    engine = "delta-rs" if small_rows == 100 else "Apache-Spark"
+    merged = tables.merge_counted(spark, root, _plan(_changes(spark)), tally="_op")
+    assert merged == tables.Written(5, {"update": 1, "hint": 2, "insert": 1, "skip": 1})
+    assert _engine(tmp_path / "crawl" / "crawldb").startswith(engine)
+    assert len(_state(spark, root)) == 4
+    before = _versions(tmp_path / "crawl" / "crawldb")
+    none = tables.merge_counted(spark, root, _plan(_changes(spark).limit(0)))
+    assert none == tables.Written(0, {}) and _versions(tmp_path / "crawl" / "crawldb") == before
+
+    ensure_table(spark, root, "rejected")
+    reasons = ["trap/counter", "cap/new_per_host", "cap/new_per_host", "filter/regex", "x"]
+    rows = spark.createDataFrame(
+        [("S1", "updatedb", f"http://a.test/{i}", "a.test", r, "outlink") for i, r in
+         enumerate(reasons)],
+        REJECTED_SCHEMA,
+    )  # fmt: skip
+    where = "segment = 'S1' AND stage = 'updatedb'"
+    written = tables.replace_rows(rows, root, "rejected", where, tally="reason")
+    assert written is not None and written.rows == 5
+    assert written.tally == {"trap/counter": 1, "cap/new_per_host": 2, "filter/regex": 1, "x": 1}
+    assert _engine(tmp_path / "crawl" / "rejected").startswith(engine)
+    again = tables.replace_rows(rows.limit(2), root, "rejected", where, tally="reason")
+    assert again is not None and again.rows == 2  # a re-run replaces
+    assert read_table(spark, root, "rejected").count() == 2
+
+    ensure_table(spark, root, "hostparams")
+    params = spark.createDataFrame(
+        [("a.test", f"p{i}", "S1") for i in range(5)], "host string, param string, segment string"
+    )
+    before = _versions(tmp_path / "crawl" / "hostparams")
+    assert append_rows(params.limit(0), root, "hostparams") == 0
+    assert _versions(tmp_path / "crawl" / "hostparams") == before
+    assert append_rows(params, root, "hostparams") == 5
+    assert _engine(tmp_path / "crawl" / "hostparams").startswith(engine)

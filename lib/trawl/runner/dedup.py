@@ -10,7 +10,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from trawl.runner.common import JobContext, fetched_segment, sized_job
-from trawl.stages.common import materialize, release
+from trawl.stages.common import release
 from trawl.stages.dedup import (
     DedupReport,
     mark_duplicates,
@@ -18,7 +18,14 @@ from trawl.stages.dedup import (
     removal,
     unfollowed_links,
 )
-from trawl.store.tables import merge, read_segment_table, read_table, replace_rows, write_counters
+from trawl.store.tables import (
+    merge,
+    merge_counted,
+    read_segment_table,
+    read_table,
+    replace_rows,
+    write_counters,
+)
 
 
 @sized_job("fetch")
@@ -48,9 +55,4 @@ def unfollow(ctx: JobContext, fetch: DataFrame) -> int:
     found = unfollowed_links(fetch, read_table(ctx.spark, ctx.root, "crawldb"), ctx.stage)
     if found is None:
         return 0
-    victims = materialize(found)
-    count = victims.count()
-    if count:
-        merge(ctx.spark, ctx.root, removal(victims))
-    release(victims)
-    return count
+    return merge_counted(ctx.spark, ctx.root, removal(found)).rows

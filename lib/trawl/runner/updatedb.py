@@ -9,11 +9,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from trawl.runner.common import JobContext, fetched_segment, read_whole, sized_job
-from trawl.stages.common import concurrently, materialize, release
+from trawl.stages.common import concurrently, release
 from trawl.stages.updatedb import hostdb_changes, updatedb
 from trawl.store.tables import (
     append_rows,
     merge,
+    merge_counted,
     read_segment_table,
     read_table,
     replace_rows,
@@ -35,9 +36,9 @@ def run_updatedb(ctx: JobContext) -> dict[str, Any]:
     # beside crawldb's MERGE.
     report.hosts, report.domain_links, report.rejected, _, _ = concurrently(
         lambda: merge_hosts(ctx, out.hosts),
-        lambda: append_new(ctx, out.domainlinks, "domainlinks"),
+        lambda: append_rows(out.domainlinks, root, "domainlinks"),
         lambda: record_rejected(ctx, out.rejected),
-        lambda: append_new(ctx, out.hostparams, "hostparams"),
+        lambda: append_rows(out.hostparams, root, "hostparams"),
         lambda: merge(spark, root, out.crawldb),
     )
     release(*out.held, *held, *held_hosts)
@@ -53,30 +54,14 @@ def run_updatedb(ctx: JobContext) -> dict[str, Any]:
 
 def merge_hosts(ctx: JobContext, rows: DataFrame) -> int:
     """MERGE the visited hosts' rows into hostdb; how many hosts changed."""
-    hosts = materialize(rows)
-    count = hosts.count()
-    merge(ctx.spark, ctx.root, hostdb_changes(hosts))
-    release(hosts)
-    return count
-
-
-def append_new(ctx: JobContext, rows: DataFrame, table: str) -> int:
-    """Append ``rows`` to ``table`` when there are any; how many."""
-    added = materialize(rows)
-    count = added.count()
-    if count:
-        append_rows(added, ctx.root, table)
-    release(added)
-    return count
+    return merge_counted(ctx.spark, ctx.root, hostdb_changes(rows)).rows
 
 
 def record_rejected(ctx: JobContext, rows: DataFrame) -> dict[str, int]:
     """Replace this segment's updatedb rows of ``rejected`` (a re-run writes
     the same rows again; no commit when there are none, before or now); how
-    many of each reason, counted from the rows written."""
-    kept = materialize(rows)
-    counts = {row["reason"]: row["count"] for row in kept.groupBy("reason").count().collect()}
+    many of each reason, counted on the rows written."""
     where = f"segment = '{ctx.segment}' AND stage = 'updatedb'"
-    replace_rows(kept, ctx.root, "rejected", where, sum(counts.values()))
-    release(kept)
-    return counts
+    written = replace_rows(rows, ctx.root, "rejected", where, tally="reason")
+    assert written is not None  # counted, by reason
+    return written.tally

@@ -1,6 +1,8 @@
 """Small pieces every stage uses: per-record Python over Arrow batches,
-frames computed once and reused (``materialize``), independent Spark actions
-run side by side (``beside``, ``concurrently``), and the stage context
+frames computed once and reused (``materialize``, kept in
+``trawl.store.frames`` since the store keeps frames too), independent
+Spark actions run side by side (``beside``, ``concurrently``), and the
+stage context
 (config, segment, logical time: no session and no crawl root, since a stage
 gets its tables as frames and returns frames, MERGE plans or values)."""
 
@@ -13,6 +15,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from trawl.config import Config
+from trawl.store.frames import materialize as materialize
+from trawl.store.frames import release as release
 from trawl.store.schemas import arrow_schema
 
 if TYPE_CHECKING:
@@ -77,35 +81,6 @@ def broadcastable(spark: SparkSession, rows: int, row_bytes: int) -> bool:
     assert jvm is not None
     heap = int(jvm.java.lang.Runtime.getRuntime().maxMemory())
     return rows * row_bytes <= heap // 8
-
-
-def materialize(df: DataFrame) -> DataFrame:
-    """Compute ``df`` now and keep its rows on the executors (a local
-    checkpoint), for a frame that several later queries or a MERGE read.
-
-    Not ``cache()``: a cached frame keeps its plan, and that plan names the
-    Delta tables it read. Every commit to one of them (each MERGE of the
-    cycle) makes Spark's cache manager plan the cached frame again, which
-    costs a file-listing job per Delta scan in it: 35 to 44 jobs after each
-    crawldb MERGE of a small crawl, seconds of every stage. A checkpoint is
-    rows with no plan behind them: a commit re-plans nothing, queries over
-    it plan faster, and a MERGE takes it as its source without copying it
-    first. What it gives up: its blocks live on the executors that computed
-    them, so losing one fails the job rather than recomputing (every job is
-    safe to re-run). ``release`` frees it."""
-    return df.localCheckpoint(eager=True)
-
-
-def release(*frames: DataFrame) -> None:
-    """Free frames made by ``materialize`` (their blocks) or ``cache()``.
-    PySpark has no call that frees a local checkpoint, and ``unpersist``
-    does nothing to one: its RDD is reached through the JVM plan."""
-    for frame in frames:
-        plan = frame._jdf.queryExecution().analyzed()
-        if plan.getClass().getSimpleName() == "LogicalRDD":
-            plan.rdd().unpersist(False)
-        else:
-            frame.unpersist()
 
 
 def beside(workers: int = 3) -> ThreadPoolExecutor:

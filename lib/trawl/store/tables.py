@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from trawl import faults
 from trawl.store import deltars, domainrule
 from trawl.store.files import CrawlRoot, check_segment_id
+from trawl.store.frames import materialize, release
 from trawl.store.objectstore import StoreError
 from trawl.store.schemas import (
     CONTENT_SCHEMA,
@@ -327,9 +328,54 @@ def merge(spark: SparkSession, root: str, plan: Merge) -> None:
     driver through delta-rs when the table and the source are small
     (``small_write``), else as Spark's MERGE."""
     faults.point(f"merge:{plan.table}")  # kill tests: the commit not made
-    if not _merged_small(spark, root, plan):
+    if _merged_small(spark, root, plan) is None:
         _spark_merge(spark, root, plan)
     faults.point(f"merged:{plan.table}")  # kill tests: made, and nothing after it
+
+
+class Written(NamedTuple):
+    """What a counted write wrote: its rows, and with a ``tally`` column how
+    many of them hold each of its values."""
+
+    rows: int
+    tally: dict[str, int]
+
+
+def merge_counted(spark: SparkSession, root: str, plan: Merge, tally: str = "") -> Written:
+    """``merge``, with its source's rows counted (``Written``) where they
+    are: the Arrow table the small path collects, else the source kept
+    (``materialize``) for Spark's MERGE to read. A source of no rows makes
+    no commit."""
+    faults.point(f"merge:{plan.table}")
+    small = _merged_small(spark, root, plan)
+    if small is not None:
+        written = _counted(small, tally)
+    else:
+        kept = materialize(plan.source)
+        try:
+            written = _counted(kept, tally)
+            if written.rows:
+                _spark_merge(spark, root, replace(plan, source=kept))
+        finally:
+            release(kept)
+    faults.point(f"merged:{plan.table}")
+    return written
+
+
+def _counted(rows: pa.Table | DataFrame, tally: str) -> Written:
+    """``rows`` counted: in all, and by the values of ``tally`` if named."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(rows, DataFrame):
+        if not tally:
+            return Written(rows.count(), {})
+        counts = {r[0]: int(r[1]) for r in rows.groupBy(tally).count().collect()}
+    elif not tally:
+        return Written(rows.num_rows, {})
+    else:
+        found = rows.column(tally).value_counts().to_pylist()
+        counts = {item["values"]: int(item["counts"]) for item in found}
+    return Written(sum(counts.values()), counts)
 
 
 def _spark_merge(spark: SparkSession, root: str, plan: Merge) -> None:
@@ -346,15 +392,15 @@ def _spark_merge(spark: SparkSession, root: str, plan: Merge) -> None:
     builder.execute()
 
 
-def _merged_small(spark: SparkSession, root: str, plan: Merge) -> bool:
-    """``plan`` committed through delta-rs (True), or not attempted (False:
-    a big table or source, or an expression only Spark has)."""
+def _merged_small(spark: SparkSession, root: str, plan: Merge) -> pa.Table | None:
+    """``plan`` committed through delta-rs: its source's rows; None when
+    not attempted (a big table or source, or an expression only Spark has)."""
     clauses = [*plan.updates, *plan.inserts]
     if any(not isinstance(v, str) for _, a in clauses for v in (a or {}).values()):
-        return False  # a Spark Column: only Spark's MERGE takes it
+        return None  # a Spark Column: only Spark's MERGE takes it
     write = small_write(spark, root, plan.table, plan.source)
     if write is None:
-        return False
+        return None
     files, rows = write
     strings = [(c, None if a is None else {k: str(v) for k, v in a.items()}) for c, a in clauses]
     try:
@@ -363,8 +409,8 @@ def _merged_small(spark: SparkSession, root: str, plan: Merge) -> bool:
             plan.delete_matched, strings[len(plan.updates) :],
         )  # fmt: skip
     except deltars.SmallTableError:
-        return False  # refused before its commit: Spark's MERGE does it
-    return True
+        return None  # refused before its commit: Spark's MERGE does it
+    return rows
 
 
 # The small-table path (``trawl.store.deltars``): a read or write of a table
@@ -404,27 +450,36 @@ def small_write(
     return files, collected
 
 
-def append_rows(df: DataFrame, root: str, name: str) -> None:
+def append_rows(df: DataFrame, root: str, name: str) -> int:
     """Append ``df`` to table ``name`` (one commit), in the table's column
-    order; a small write through delta-rs (``small_write``)."""
+    order, through delta-rs when small (``small_write``); how many rows
+    (none: no commit), counted where they are (``merge_counted``)."""
     schema, _ = TABLES[name]
     path = ensure_table(df.sparkSession, root, name)
-    if _wrote_small(df, root, name):
-        return
-    df.select(*schema.fieldNames()).write.format("delta").mode("append").save(path)
+    small = _wrote_small(df, root, name)
+    if small is not None:
+        return int(small.num_rows)
+    kept = materialize(df.select(*schema.fieldNames()))
+    try:
+        rows = kept.count()
+        if rows:
+            kept.write.format("delta").mode("append").save(path)
+    finally:
+        release(kept)
+    return rows
 
 
-def _wrote_small(df: DataFrame, root: str, name: str, where: str | None = None) -> bool:
+def _wrote_small(df: DataFrame, root: str, name: str, where: str | None = None) -> pa.Table | None:
     """``df`` appended to table ``name`` (or replacing its rows matching
-    ``where``) through delta-rs (True), or not attempted (False)."""
+    ``where``) through delta-rs: the rows written; None when not attempted."""
     small = small_write(df.sparkSession, root, name, df)
     if small is None:
-        return False
+        return None
     try:
         deltars.write_arrow(small[0], name, small[1], TABLES[name][0], where)
     except deltars.SmallTableError:
-        return False  # refused before its commit: Spark writes it
-    return True
+        return None  # refused before its commit: Spark writes it
+    return small[1]
 
 
 def read_seed_lines(
@@ -577,21 +632,35 @@ def counted(root: CrawlRoot, segment: str, job: str) -> bool:
     return bool(deltars.read_rows(root, "counters", segment=segment, job=job))
 
 
-def replace_rows(df: DataFrame, root: str, name: str, where: str, rows: int | None = None) -> None:
+def replace_rows(
+    df: DataFrame, root: str, name: str, where: str, rows: int | None = None, tally: str = ""
+) -> Written | None:
     """Replace the rows of table ``name`` matching ``where`` by ``df`` (one
     commit): a re-run of the job that wrote them replaces, never appends.
     A small write goes through delta-rs (``small_write``). ``rows``:
     ``df``'s row count when the caller knows it; with none to write and
-    none to replace there is nothing to commit."""
+    none to replace there is nothing to commit. With ``tally`` (a column)
+    the rows written are counted where they are (``merge_counted``) and
+    returned; without it, nothing is counted (None)."""
     schema, _ = TABLES[name]
     spark = df.sparkSession
     path = ensure_table(spark, root, name)
-    if _wrote_small(df, root, name, where):
-        return
-    if rows == 0 and read_table(spark, root, name).filter(where).isEmpty():
-        return
-    ordered = df.select(*[f.name for f in schema.fields])
-    ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
+    small = _wrote_small(df, root, name, where)
+    if small is not None:
+        return _counted(small, tally) if tally else None
+    kept = materialize(df) if tally else df
+    try:
+        written = _counted(kept, tally) if tally else None
+        if written is not None:
+            rows = written.rows
+        if rows == 0 and read_table(spark, root, name).filter(where).isEmpty():
+            return written
+        ordered = kept.select(*[f.name for f in schema.fields])
+        ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
+    finally:
+        if tally:
+            release(kept)
+    return written
 
 
 def compact(spark: SparkSession, root: str, name: str) -> dict[str, int]:
