@@ -245,14 +245,17 @@ def test_the_counter_column_agrees_with_counter_step(spark: Any) -> None:
         ("http://shop.test/s?color=red", "http://shop.test/s?color=blue"),
         ("http://site-12.test/p/1", "http://site-13.test/p/2"),
         ("http://h.test:8080/p/1", "http://h.test:8081/p/2"),
+        ("http://h.test/a/b", "http://h.test/a/c"),  # no digit in either
+        ("http://h.test/p/1", "http://h.test/p/x"),  # none in the target
+        ("http://h.test/p/x", "http://h.test/p/1"),  # none in the source
+        ("http://1.2.3.4/p/1", "http://1.2.3.4/p/2"),  # the origin's digits only kept
     ]
     frame = spark.createDataFrame(pairs, "s string, t string")
+    expected = {(s, t): 5 if counter_step(s, t) else 0 for s, t in pairs}
     got = frame.select(
         "s", "t", counter_run_col(F.col("s"), F.col("t"), F.lit(4)).alias("run")
     ).collect()
-    assert {(r["s"], r["t"]): r["run"] for r in got} == {
-        (s, t): 5 if counter_step(s, t) else 0 for s, t in pairs
-    }
+    assert {(r["s"], r["t"]): r["run"] for r in got} == expected
 
 
 def test_counter_runs_grow_along_steps_and_stop_at_the_limit(spark: Any) -> None:
