@@ -41,6 +41,8 @@ from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel
 from trawl.warc.lookup import parse_ref
 from trawl.warc.reader import check_file, iter_records
+from trawl.runner.fetch import write_segment_index
+from trawl.warc.archive import index_name
 from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED
 
 pytestmark = pytest.mark.crawl  # Spark crawls of the test web
@@ -150,6 +152,33 @@ def test_segment_index_equals_cdxj_indexer(crawl: Crawl) -> None:
     for segment in crawl.segments:
         index = Path(segment_path(crawl.root, segment, "index.cdxj"))
         assert index.read_bytes() == cdxj_indexer(crawl.warc_files(segment))
+        # made from the indexes the fetch tasks wrote of their files
+        own = Path(segment_path(crawl.root, segment, "warc-index"))
+        assert sorted(p.name for p in own.glob("*.cdxj")) == sorted(
+            index_name(f.name) for f in crawl.warc_files(segment)
+        )
+
+
+def test_a_file_without_its_own_index_is_indexed_from_its_records(
+    crawl: Crawl, tmp_path: Path
+) -> None:
+    """A segment fetched before the tasks indexed their files (or whose
+    file's index was not written) gets the same index, read from the WARC
+    files; the per-file indexes left are used as they are."""
+    import shutil
+
+    segment = crawl.segments[0]
+    root = tmp_path / "root"
+    shutil.copytree(crawl.root, root)
+    own = Path(segment_path(str(root), segment, "warc-index"))
+    first = sorted(own.glob("*.cdxj"))[0]
+    first.unlink()
+    Path(segment_path(str(root), segment, "index.cdxj")).unlink()
+    ctx = crawl.ctx()
+    lines = write_segment_index(JobContext(ctx.spark, ctx.cfg, str(root), segment, ctx.at))
+    index = Path(segment_path(str(root), segment, "index.cdxj"))
+    assert index.read_bytes() == cdxj_indexer(crawl.warc_files(segment))
+    assert lines == len(index.read_bytes().splitlines())
 
 
 def test_merged_index_equals_indexing_every_segment_at_once(crawl: Crawl, tmp_path: Path) -> None:

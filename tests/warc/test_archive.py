@@ -72,3 +72,40 @@ def test_task_archive_rotates_by_size_and_splits_subsets(tmp_path: Path) -> None
         refs[0].record_id, "http://example.com/0", "2024-05-06T07:08:09.250000Z"
     )
     assert archive.stored("sha1:Y") is None
+
+
+def test_each_file_s_index_is_written_before_the_file_is_closed(tmp_path: Path) -> None:
+    """With ``index``, closing the archive writes each file's CDXJ lines
+    (what ``index_lines`` reads from the file) under ``index_name``, just
+    before that file is closed."""
+    from io import BytesIO
+
+    from trawl.warc.archive import index_name
+    from trawl.warc.cdxj import index_lines
+
+    written: dict[str, bytes] = {}
+    order: list[str] = []
+
+    class Sink(BytesIO):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name_ = name
+
+        def close(self) -> None:
+            written[self.name_] = self.getvalue()
+            order.append(self.name_)
+            super().close()
+
+    archive = TaskArchive(tmp_path, "seg-1", 0, software="trawl/0.1", index=Sink)
+    with archive:
+        for i, subset in enumerate(["warc", "robotstxt", "warc"]):
+            archive.writer(subset).write_exchange(
+                url=f"http://example.com/{i}", ip=None, fetched_at=FETCHED_AT,
+                request_head=request_head(f"/{i}"), status_line="HTTP/1.1 200 OK",
+                response_headers=[("Content-Type", "text/html")], body=b"<p>%d</p>" % i,
+            )  # fmt: skip
+        assert not written  # nothing until the files are closed
+    for path in archive.files:
+        lines = written[index_name(path.name)].decode().splitlines()
+        assert lines == index_lines([path], sort=True) and lines
+    assert order == [index_name(p.name) for p in archive.files]

@@ -18,7 +18,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from trawl.warc.cdxj import index_lines, merge_indexes, write_index
+from trawl.warc.cdxj import index_lines, merge_indexes, merge_lines, write_index
+from trawl.warc.reader import iter_records
 from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED, Stored, WarcWriter
 
 CDXJ_INDEXER = Path(sys.executable).parent / "cdxj-indexer"
@@ -78,9 +79,11 @@ def exchange(
     return Stored(ref.record_id, url, date.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
-def write_crawl(path: Path) -> Path:
-    """Our writer: pages, a 404, a redirect, odd URLs, revisits, metadata."""
-    with WarcWriter(path, "trawl/0.1", extra_info={"isPartOf": "seg-1"}) as writer:
+def write_crawl(path: Path, indexed: list[str] | None = None) -> Path:
+    """Our writer: pages, a 404, a redirect, odd URLs, revisits, metadata.
+    ``indexed``: gets the lines the writer indexed as it wrote."""
+    writer = WarcWriter(path, "trawl/0.1", extra_info={"isPartOf": "seg-1"}, index=True)
+    with writer:
         page = exchange(
             writer,
             "http://example.com/",
@@ -142,6 +145,8 @@ def write_crawl(path: Path) -> Path:
             response_headers=[],
             profile=REVISIT_NOT_MODIFIED,
         )
+    if indexed is not None:
+        indexed.extend(writer.index_lines)
     return path
 
 
@@ -334,3 +339,41 @@ def test_merge_refuses_unsorted_input(warcs: list[Path], tmp_path: Path) -> None
     with pytest.raises(ValueError, match=r"unsorted.cdxj:\d+: index is not sorted"):
         merge_indexes([unsorted], tmp_path / "out.cdxj")
     assert not (tmp_path / "out.cdxj").exists()
+
+
+# --- indexed as written ------------------------------------------------------------
+
+
+def test_a_writer_indexes_its_records_as_reading_the_file_back_would(tmp_path: Path) -> None:
+    indexed: list[str] = []
+    path = write_crawl(tmp_path / "trawl-seg-1-00000-00000.warc.gz", indexed)
+    assert indexed == index_lines([path], sort=True)
+    assert len(indexed) == 8  # six responses and two revisits; no request, metadata, warcinfo
+
+
+def test_records_copied_whole_are_indexed_as_written_too(tmp_path: Path) -> None:
+    """``append_member``: members of another writer's file (warcio's, with
+    revisits, resources and metadata records of both kinds) copied byte for
+    byte, indexed at their new offsets."""
+    source = write_warcio_records(tmp_path / "warcio.warc.gz")
+    data = source.read_bytes()
+    with WarcWriter(tmp_path / "copy.warc.gz", "trawl/0.1", index=True) as writer:
+        for record in iter_records(source, verify=False):
+            writer.append_member(data[record.offset : record.offset + record.length])
+    assert writer.index_lines == index_lines([tmp_path / "copy.warc.gz"], sort=True)
+    assert len(writer.index_lines) == 5  # all but the warc-fields metadata record
+
+
+def test_a_writer_without_index_keeps_no_lines(tmp_path: Path) -> None:
+    with WarcWriter(tmp_path / "plain.warc.gz", "trawl/0.1") as writer:
+        exchange(writer, "http://example.com/", "HTTP/1.1 200 OK", [], HTML, 0)
+    assert writer.index_lines == []
+
+
+def test_files_indexed_apart_merge_into_the_index_of_them_all(
+    warcs: list[Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "merged.cdxj"
+    parts = [index_lines([w], sort=True) for w in [*warcs, warcs[0]]]  # one file twice
+    assert merge_lines(parts, out) == len(index_lines(warcs, sort=True))
+    assert out.read_text().splitlines() == index_lines(warcs, sort=True)

@@ -50,10 +50,12 @@ def _capture(stored: Stored, digest: str) -> Row:
 
 
 def task_archive(
-    cfg: WarcConfig, place: str | Opener, segment: str, task: int, agent: str
-) -> TaskArchive:
+    cfg: WarcConfig, place: str | Opener, segment: str, task: int, agent: str,
+    index: Opener | None = None,
+) -> TaskArchive:  # fmt: skip
     """The fetch task's WARC files; their ``warcinfo`` names the segment, the
-    robots.txt policy (obeyed) and ``agent``, the User-Agent sent."""
+    robots.txt policy (obeyed) and ``agent``, the User-Agent sent.
+    ``index``: where each file's CDXJ index goes (``TaskArchive``)."""
     return TaskArchive(
         place,
         segment,
@@ -67,6 +69,7 @@ def task_archive(
             "robots": "obey",
             "http-header-user-agent": agent,
         },
+        index=index,
     )
 
 

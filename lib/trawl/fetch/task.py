@@ -450,6 +450,7 @@ def run_fetch_task(
     policy: PolicySource | None = None,
     scope: NewHostScope | None = None,
     report: Reporter | None = None,
+    index: Opener | None = None,
 ) -> Iterator[Row]:
     """Fetch one task's fetchlist rows; yields one row per attempt, as made
     (``FetchTask.stream``).
@@ -461,10 +462,12 @@ def run_fetch_task(
     task needs to start hosts crawldb does not know (``trawl.fetch.claims``;
     None: it starts none). ``report``: where the task's progress snapshots
     go every ``fetch.progress_interval_s`` and at its end (None: none kept).
+    ``index``: where each WARC file's CDXJ index goes as it is closed
+    (``FetchPlaces.open_index``; None: none), for the segment's index.
     """
     writer = None
     if warc:
-        writer = task_archive(cfg.warc, warc, segment, task, user_agent(cfg))
+        writer = task_archive(cfg.warc, warc, segment, task, user_agent(cfg), index)
     fetcher = Fetcher.from_config(cfg, writer)
     finished = False
     finish_progress = None

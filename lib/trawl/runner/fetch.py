@@ -15,7 +15,14 @@ from trawl.runner.common import JobContext, say, sized_job
 from trawl.runner.progress import FetchProgress
 from trawl.stages.common import concurrently
 from trawl.stages.fetch import fetch, fetch_counters, new_host_scope, started_hosts
-from trawl.store.files import INDEX_FILE, FetchPlaces, index_rel, warc_files, warc_rel
+from trawl.store.files import (
+    INDEX_FILE,
+    FetchPlaces,
+    file_index_rel,
+    index_rel,
+    warc_files,
+    warc_rel,
+)
 from trawl.store.session import wait_for_running_tasks
 from trawl.store.tables import (
     read_segment_table,
@@ -24,7 +31,8 @@ from trawl.store.tables import (
     write_counters,
     write_segment_table,
 )
-from trawl.warc.cdxj import write_index
+from trawl.warc.archive import index_name
+from trawl.warc.cdxj import index_lines, merge_lines
 
 
 @sized_job("fetchlist")
@@ -41,6 +49,7 @@ def run_fetch(ctx: JobContext, time_limit_s: float | None = None) -> dict[str, A
         if starts is not None:
             places.claims.clear()  # a re-run's tasks claim afresh
         places.clear_progress()  # a re-run's tasks report afresh
+        places.clear_indexes()  # and index their files afresh
         places.drop_unfinished()  # what tasks of a killed run left half written
         rows = fetch(fetchlist, ctx.stage, places, time_limit_s, starts)
         faults.point("fetch:before-write")  # kill tests (the frame fetches as it is written)
@@ -95,15 +104,30 @@ def write_segment_index(ctx: JobContext) -> int:
     """The segment's CDXJ index, ``segments/<id>/index.cdxj``: every WARC file
     the fetch wrote, sorted (``cdxj-indexer -s`` gives the same bytes), so the
     indexes of many segments merge (``trawl warc index``). Lines written.
-    On an object store the files are indexed from local copies, and the
-    index uploaded."""
+
+    Each file's lines come from the index its fetch task wrote beside it
+    (``FetchPlaces.open_index``): the same lines, made from each record as
+    it was written, so the driver only merges them (the fetch bench's
+    12,520 records: 3.2 s to read back and index here). A file without one
+    (a segment fetched by an older trawl) is read and indexed here. On an
+    object store the files are read from local copies, and the index
+    uploaded."""
     root, segment = ctx.files, ctx.segment
     names = warc_files(root, segment)
+    indexed = set(root.names(file_index_rel(segment), ".cdxj"))
     with tempfile.TemporaryDirectory(prefix="trawl-index-") as tmp:
-        files = [root.download(warc_rel(segment, n), Path(tmp) / n) for n in names]
+        parts = []
+        for name in names:
+            own = index_name(name)
+            if own in indexed:
+                copy = root.download(file_index_rel(segment, own), Path(tmp) / own)
+                parts.append(copy.read_text(encoding="utf-8").splitlines())
+            else:
+                warc = root.download(warc_rel(segment, name), Path(tmp) / name)
+                parts.append(index_lines([warc], sort=True))
         local = root.local_path(index_rel(segment))
         index = local or Path(tmp) / INDEX_FILE
-        lines = write_index(files, index, sort=True)
+        lines = merge_lines(parts, index)
         if local is None:
             root.write_bytes(index_rel(segment), index.read_bytes())
     return lines

@@ -62,8 +62,9 @@ def fetch_partitions(
         warc = places.open_warc if places is not None else None
         here = shared.value if shared is not None else None
         report = functools.partial(places.write_progress, task) if places is not None else None
+        index = places.open_index if places is not None else None
         for record in run_fetch_task(
-            items, cfg, segment, task, warc, remaining, policy, here, report
+            items, cfg, segment, task, warc, remaining, policy, here, report, index
         ):
             yield tuple(record.get(name) for name in names)
 

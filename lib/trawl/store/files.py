@@ -410,6 +410,12 @@ def index_rel(segment: str) -> str:
     return f"segments/{check_segment_id(segment)}/{INDEX_FILE}"
 
 
+def file_index_rel(segment: str, name: str = "") -> str:
+    """Where the WARC files' own indexes of a segment go (``<file>.cdxj``)."""
+    base = f"segments/{check_segment_id(segment)}/warc-index"
+    return f"{base}/{name}" if name else base
+
+
 def warc_files(root: CrawlRoot, segment: str) -> list[str]:
     """The names of the segment's complete WARC files, sorted."""
     return root.names(warc_rel(segment), ".warc.gz")
@@ -454,6 +460,14 @@ class FetchPlaces:
 
     def open_warc(self, name: str) -> BinaryIO:
         return self.root.open_write(warc_rel(self.segment, name))
+
+    # each WARC file's own CDXJ index, made by the task that wrote it
+    # (``trawl.warc.archive.TaskArchive``), for the segment's index
+    def open_index(self, name: str) -> BinaryIO:
+        return self.root.open_write(file_index_rel(self.segment, name))
+
+    def clear_indexes(self) -> None:
+        self.root.delete_tree(file_index_rel(self.segment))
 
     def drop_unfinished(self) -> int:
         """Drop what fetch tasks killed on the way left of their files (a

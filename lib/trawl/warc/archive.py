@@ -23,15 +23,19 @@ them, and never travel through Spark:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
 from trawl.warc.writer import Closing, Stored, WarcRef, WarcWriter
 
-__all__ = ["SUBSETS", "TaskArchive", "warc_filename"]
+__all__ = ["SUBSETS", "TaskArchive", "index_name", "warc_filename"]
+
+log = logging.getLogger(__name__)
 
 #: The files of a fetch task, as Common Crawl splits a segment: pages (and
 #: their revisits), robots.txt fetches, and everything that is not a page
@@ -63,6 +67,11 @@ def warc_filename(prefix: str, segment: str, task: int, serial: int = 0) -> str:
     return f"{prefix}-{segment}-{task:05d}-{serial:05d}.warc.gz"
 
 
+def index_name(warc_file: str) -> str:
+    """The name of a WARC file's own CDXJ index (``TaskArchive``'s ``index``)."""
+    return f"{warc_file}.cdxj"
+
+
 class TaskArchive(Closing):
     """The WARC files of one fetch task: one rotating writer per subset.
 
@@ -89,7 +98,10 @@ class TaskArchive(Closing):
         max_file_bytes: int = 1_000_000_000,
         operator: str | None = None,
         extra_info: Mapping[str, str] | None = None,
+        index: Opener | None = None,
     ) -> None:
+        """``index``: an opener of the files' CDXJ indexes, ``<file>.cdxj``
+        each (``index_name``), written as each file is closed (None: none)."""
         # where the files go: a local folder, or an opener of named sinks
         # (an object store's uploads, ``trawl.store.files``)
         self._open: Opener | None = None if isinstance(directory, str | Path) else directory
@@ -101,6 +113,7 @@ class TaskArchive(Closing):
         self._current: dict[str, WarcWriter] = {}
         self._all: list[WarcWriter] = []
         self._stored: dict[str, Stored] = {}
+        self._index = index
         warc_filename(prefix, segment, task)  # validates the name parts now
 
     def writer(self, subset: str) -> WarcWriter:
@@ -119,8 +132,9 @@ class TaskArchive(Closing):
             self._dir.mkdir(parents=True, exist_ok=True)
         path = self._dir / name
         writer = WarcWriter(
-            path, self._software, self._operator, self._extra, subset=subset, sink=sink
-        )
+            path, self._software, self._operator, self._extra, subset=subset, sink=sink,
+            index=self._index is not None,
+        )  # fmt: skip
         self._current[subset] = writer
         self._all.append(writer)
         return writer
@@ -139,9 +153,31 @@ class TaskArchive(Closing):
             self._stored[digest] = Stored.of(ref, url, fetched_at)
 
     def close(self) -> None:
-        """Close every file: each appears, complete, under its name."""
+        """Close every file: each appears, complete, under its name, its
+        index (with ``index``) just before it. An index names a file that
+        exists, or one whose close failed (the task fails, and its retry
+        writes both again): never a file whose index is not its own. An
+        index that cannot be written is left out (the file is indexed from
+        its records instead, ``trawl.runner.fetch.write_segment_index``)."""
         for writer in self._all:
+            if self._index is not None:
+                self._write_index(writer)
             writer.close()
+
+    def _write_index(self, writer: WarcWriter) -> None:
+        assert self._index is not None
+        lines = "".join(f"{line}\n" for line in writer.index_lines).encode()
+        sink = None
+        try:
+            sink = self._index(index_name(writer.name))
+            sink.write(lines)
+            sink.close()
+        except Exception as exc:
+            abort = getattr(sink, "abort", None)
+            if callable(abort):
+                with suppress(Exception):
+                    abort()
+            log.warning("the index of WARC file %s was not written: %s", writer.name, exc)
 
     def abort(self) -> None:
         """Drop every file not closed yet (a failed task: its retry writes

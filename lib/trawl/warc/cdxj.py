@@ -55,10 +55,18 @@ import surt  # type: ignore[import-untyped]
 from warcio.timeutils import iso_date_to_timestamp
 from warcio.utils import Digester
 
-from trawl.warc.reader import iter_records
+from trawl.warc.reader import iter_records, member_record
 from trawl.warc.record import HttpHead, WarcFormatError, WarcRecord
 
-__all__ = ["INDEXED_TYPES", "index_lines", "merge_indexes", "write_index"]
+__all__ = [
+    "INDEXED_TYPES",
+    "index_lines",
+    "member_line",
+    "merge_indexes",
+    "merge_lines",
+    "sorted_lines",
+    "write_index",
+]
 
 INDEXED_TYPES = ("response", "revisit", "resource", "metadata")  # DEFAULT_RECORDS
 _FIELDS_TYPE = "application/warc-fields"
@@ -76,7 +84,7 @@ def index_lines(
     name, as cdxj-indexer writes). Unsorted, in file order, unless ``sort``.
     """
     lines = list(_file_lines(paths, filenames))
-    return _sorted_unique(lines) if sort else lines
+    return sorted_lines(lines) if sort else lines
 
 
 def write_index(
@@ -90,6 +98,24 @@ def write_index(
     if sort:
         return _write_lines(Path(out_path), index_lines(paths, filenames, sort=True))
     return _write_lines(Path(out_path), _file_lines(paths, filenames))
+
+
+def member_line(member: bytes, filename: str, offset: int) -> str | None:
+    """The CDXJ line of the record a writer just wrote as the gzip member
+    ``member`` at ``offset`` of ``filename`` (None: a record not indexed):
+    the line :func:`index_lines` gives for it when it reads the file, made
+    by the same functions from the bytes at hand."""
+    record = member_record(member, filename, offset)
+    return _index_line(record, filename, filename) if _is_indexed(record) else None
+
+
+def merge_lines(sorted_lists: Iterable[Iterable[str]], out_path: str | Path) -> int:
+    """Write the lines of several sorted, repeat-free lists (each as
+    ``index_lines(..., sort=True)`` gives them) to ``out_path`` as one
+    sorted index, repeats dropped: what ``write_index(..., sort=True)``
+    writes for all their files at once. The line count."""
+    merged = heapq.merge(*sorted_lists, key=_sort_key)
+    return _write_lines(Path(out_path), _unique(merged))
 
 
 def merge_indexes(index_paths: Sequence[str | Path], out_path: str | Path) -> int:
@@ -200,7 +226,8 @@ def _sort_key(line: str) -> str:
     return line + "\n"  # SortingWriter sorts lines with their newline
 
 
-def _sorted_unique(lines: Iterable[str]) -> list[str]:
+def sorted_lines(lines: Iterable[str]) -> list[str]:
+    """CDXJ lines in ``cdxj-indexer -s`` order, repeats dropped."""
     return list(_unique(sorted(lines, key=_sort_key)))
 
 

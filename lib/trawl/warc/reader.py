@@ -75,6 +75,16 @@ def iter_records(path: str | Path, verify: bool = True) -> Iterator[WarcRecord]:
         yield record
 
 
+def member_record(member: bytes, name: str, offset: int) -> WarcRecord:
+    """The record of one gzip member (annex D) that sits at ``offset`` of the
+    file ``name``, framed as ``iter_records`` frames it there: a writer's
+    view of what it just wrote, without reading the file back."""
+    data, rest = _inflate_member(member, name, offset)
+    if rest:
+        raise WarcFormatError(name, offset, f"{len(rest)} bytes follow the gzip member")
+    return _member_record(data, name, offset, len(member))
+
+
 def read_record(
     source: str | Path | bytes | bytearray | memoryview | BinaryIO,
     offset: int,

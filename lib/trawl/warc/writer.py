@@ -47,6 +47,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from trawl import faults
+from trawl.warc import cdxj
 from trawl.warc.fields import (
     field_name,
     field_value,
@@ -149,6 +150,9 @@ class _Writer(WARCWriter):  # type: ignore[misc]  # warcio is untyped
 # under this internal type, which makes it copy the block. WARC-Type still says
 # "revisit": the type is only in the headers we give.
 _REVISIT_BLOCK = "_revisit_block"
+# what cdxj-indexer never indexes (``trawl.warc.cdxj.INDEXED_TYPES``): not
+# parsed back for the index
+_NEVER_INDEXED = ("warcinfo", "request")
 
 
 class WarcWriter(Closing):
@@ -172,9 +176,12 @@ class WarcWriter(Closing):
         subset: str = "warc",
         *,
         sink: BinaryIO | None = None,
+        index: bool = False,
     ) -> None:
         """Write to the file ``path``, or, with ``sink``, to that stream (a
-        file being uploaded, say) under the name ``path``'s last part."""
+        file being uploaded, say) under the name ``path``'s last part.
+        ``index``: keep the CDXJ line of every record written
+        (``index_lines``), as ``trawl.warc.cdxj`` would read it back."""
         self._path = Path(path)
         self.subset = subset  # which of a task's files (SUBSETS) this is
         self._fh: BinaryIO | None = sink if sink is not None else self._path.open("wb")
@@ -183,6 +190,7 @@ class WarcWriter(Closing):
         self._failed: str | None = None  # why a write failed: no more are made
         self._records = 0
         self._size = 0
+        self._index: list[str] | None = [] if index else None
         try:
             self._warcinfo_id = self._write_warcinfo(software, operator, extra_info or {})
         except BaseException:
@@ -204,6 +212,13 @@ class WarcWriter(Closing):
     def records_written(self) -> int:
         """Records written so far, the ``warcinfo`` record included."""
         return self._records
+
+    @property
+    def index_lines(self) -> list[str]:
+        """The CDXJ lines of the records written so far, sorted, repeats
+        dropped: ``trawl.warc.cdxj.index_lines(..., sort=True)`` of the file
+        as it stands (none without ``index``)."""
+        return cdxj.sorted_lines(self._index or [])
 
     @property
     def warcinfo_id(self) -> str:
@@ -368,6 +383,7 @@ class WarcWriter(Closing):
         """Append one record that is already a gzip member, byte for byte (an
         export's copy); the caller vouches that it is one whole record."""
         offset = self._append(member)
+        self._indexed(member, offset)
         return WarcRef(self._path.name, offset, len(member))
 
     # --- internals ----------------------------------------------------------------
@@ -421,8 +437,16 @@ class WarcWriter(Closing):
         self._writer.write_record(record)  # one gzip member, made in memory
         member = self._member.getvalue()
         offset = self._append(member)
+        if record.rec_type not in _NEVER_INDEXED:
+            self._indexed(member, offset)
         faults.point("warc:mid-file")  # kill tests: a record written, the file open
         return WarcRef(self.name, offset, len(member), record_id)
+
+    def _indexed(self, member: bytes, offset: int) -> None:
+        if self._index is not None:
+            line = cdxj.member_line(member, self.name, offset)
+            if line is not None:
+                self._index.append(line)
 
     def _append(self, member: bytes) -> int:
         """Append a whole record to the file, flush and count it; its offset."""
