@@ -35,14 +35,14 @@ from trawl.runner import (
     run_warc_index,
     segment_id,
 )
+from trawl.runner.fetch import write_segment_index
 from trawl.stages.export import Selection
 from trawl.store.files import CrawlRoot, warc_record
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel
+from trawl.warc.archive import index_name
 from trawl.warc.lookup import parse_ref
 from trawl.warc.reader import check_file, iter_records
-from trawl.runner.fetch import write_segment_index
-from trawl.warc.archive import index_name
 from trawl.warc.writer import REVISIT_IDENTICAL, REVISIT_NOT_MODIFIED
 
 pytestmark = pytest.mark.crawl  # Spark crawls of the test web
