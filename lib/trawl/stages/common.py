@@ -2,9 +2,9 @@
 frames computed once and reused (``materialize``, kept in
 ``trawl.store.frames`` since the store keeps frames too), independent
 Spark actions run side by side (``beside``, ``concurrently``), and the
-stage context
-(config, segment, logical time: no session and no crawl root, since a stage
-gets its tables as frames and returns frames, MERGE plans or values)."""
+stage context (config, segment, logical time: no session and no crawl
+root, since a stage gets its tables as frames and returns frames, MERGE
+plans or values)."""
 
 from __future__ import annotations
 
