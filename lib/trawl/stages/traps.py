@@ -138,8 +138,13 @@ def _refuse(rows: DataFrame, condition: Column, reason: str | Column) -> DataFra
     (on an active row), and those rows no longer ``_active``."""
     hit = F.coalesce(condition, F.lit(False))
     reason = F.lit(reason) if isinstance(reason, str) else reason
-    return rows.withColumn("rejected", F.when(hit, reason).otherwise(F.col("rejected"))).withColumn(
-        "_active", F.col("_active") & ~hit
+    # one projection: one analysis of the plan, and a window in ``condition``
+    # computed once (both columns read the rows as they were)
+    return rows.withColumns(
+        {
+            "rejected": F.when(hit, reason).otherwise(F.col("rejected")),
+            "_active": F.col("_active") & ~hit,
+        }
     )
 
 
