@@ -150,9 +150,15 @@ class _Writer(WARCWriter):  # type: ignore[misc]  # warcio is untyped
 # under this internal type, which makes it copy the block. WARC-Type still says
 # "revisit": the type is only in the headers we give.
 _REVISIT_BLOCK = "_revisit_block"
-# what cdxj-indexer never indexes (``trawl.warc.cdxj.INDEXED_TYPES``): not
-# parsed back for the index
-_NEVER_INDEXED = ("warcinfo", "request")
+
+
+def _never_indexed(record: Any) -> bool:
+    """A record cdxj-indexer leaves out whatever its bytes (``trawl.warc.cdxj``:
+    warcinfo and request records, and metadata records of WARC fields, as
+    the writer's are), not parsed back for the index: half of a crawl's."""
+    if record.rec_type in ("warcinfo", "request"):
+        return True
+    return bool(record.rec_type == "metadata" and record.content_type == _WARC_FIELDS_TYPE)
 
 
 class WarcWriter(Closing):
@@ -437,12 +443,13 @@ class WarcWriter(Closing):
         self._writer.write_record(record)  # one gzip member, made in memory
         member = self._member.getvalue()
         offset = self._append(member)
-        if record.rec_type not in _NEVER_INDEXED:
+        if not _never_indexed(record):
             self._indexed(member, offset)
         faults.point("warc:mid-file")  # kill tests: a record written, the file open
         return WarcRef(self.name, offset, len(member), record_id)
 
     def _indexed(self, member: bytes, offset: int) -> None:
+        """Keep the CDXJ line of the record just written (with ``index``)."""
         if self._index is not None:
             line = cdxj.member_line(member, self.name, offset)
             if line is not None:
