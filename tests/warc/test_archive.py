@@ -109,3 +109,46 @@ def test_each_file_s_index_is_written_before_the_file_is_closed(tmp_path: Path) 
         lines = written[index_name(path.name)].decode().splitlines()
         assert lines == index_lines([path], sort=True) and lines
     assert order == [index_name(p.name) for p in archive.files]
+
+
+def test_a_file_the_index_cannot_take_is_written_without_its_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record the index fails on (a bug) is still written; that file gets
+    no index at all rather than part of one, so the segment's index reads it."""
+    from trawl.warc import cdxj
+    from trawl.warc.archive import index_name
+
+    written: dict[str, bytes] = {}
+
+    class Sink:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def write(self, data: bytes) -> int:
+            written[self.name] = data
+            return len(data)
+
+        def close(self) -> None:
+            pass
+
+    real = cdxj.member_line
+    calls = iter(range(100))
+
+    def flaky(member: bytes, filename: str, offset: int) -> str | None:
+        if next(calls) == 1:
+            raise ValueError("no line")
+        return real(member, filename, offset)
+
+    monkeypatch.setattr(cdxj, "member_line", flaky)
+    archive = TaskArchive(tmp_path, "seg-1", 0, software="trawl/0.1", index=Sink)
+    with archive:
+        for i in range(3):
+            archive.writer("warc").write_exchange(
+                url=f"http://example.com/{i}", ip=None, fetched_at=FETCHED_AT,
+                request_head=request_head(f"/{i}"), status_line="HTTP/1.1 200 OK",
+                response_headers=[], body=b"x",
+            )  # fmt: skip
+    (path,) = archive.files
+    assert len([r for r in read_records(path) if r["type"] == "response"]) == 3
+    assert index_name(path.name) not in written

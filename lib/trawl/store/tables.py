@@ -9,8 +9,9 @@ job is safe to re-run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
@@ -351,15 +352,22 @@ def merge_counted(spark: SparkSession, root: str, plan: Merge, tally: str = "") 
     if small is not None:
         written = _counted(small, tally)
     else:
-        kept = materialize(plan.source)
-        try:
+        with _kept(plan.source) as kept:
             written = _counted(kept, tally)
             if written.rows:
                 _spark_merge(spark, root, replace(plan, source=kept))
-        finally:
-            release(kept)
     faults.point(f"merged:{plan.table}")
     return written
+
+
+@contextmanager
+def _kept(df: DataFrame) -> Iterator[DataFrame]:
+    """``df`` kept (``materialize``) for a count and a write, freed after."""
+    kept = materialize(df)
+    try:
+        yield kept
+    finally:
+        release(kept)
 
 
 def _counted(rows: pa.Table | DataFrame, tally: str) -> Written:
@@ -459,13 +467,10 @@ def append_rows(df: DataFrame, root: str, name: str) -> int:
     small = _wrote_small(df, root, name)
     if small is not None:
         return int(small.num_rows)
-    kept = materialize(df.select(*schema.fieldNames()))
-    try:
+    with _kept(df.select(*schema.fieldNames())) as kept:
         rows = kept.count()
         if rows:
             kept.write.format("delta").mode("append").save(path)
-    finally:
-        release(kept)
     return rows
 
 
@@ -648,18 +653,14 @@ def replace_rows(
     small = _wrote_small(df, root, name, where)
     if small is not None:
         return _counted(small, tally) if tally else None
-    kept = materialize(df) if tally else df
-    try:
-        written = _counted(kept, tally) if tally else None
+    with _kept(df) if tally else nullcontext(df) as source:
+        written = _counted(source, tally) if tally else None
         if written is not None:
             rows = written.rows
         if rows == 0 and read_table(spark, root, name).filter(where).isEmpty():
             return written
-        ordered = kept.select(*[f.name for f in schema.fields])
+        ordered = source.select(*[f.name for f in schema.fields])
         ordered.write.format("delta").mode("overwrite").option("replaceWhere", where).save(path)
-    finally:
-        if tally:
-            release(kept)
     return written
 
 

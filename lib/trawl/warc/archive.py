@@ -156,11 +156,12 @@ class TaskArchive(Closing):
         """Close every file: each appears, complete, under its name, its
         index (with ``index``) just before it. An index names a file that
         exists, or one whose close failed (the task fails, and its retry
-        writes both again): never a file whose index is not its own. An
-        index that cannot be written is left out (the file is indexed from
-        its records instead, ``trawl.runner.fetch.write_segment_index``)."""
+        writes both again): never a file whose index is not its own, nor a
+        part of one. An index that cannot be made or written is left out
+        (the file is indexed from its records instead,
+        ``trawl.runner.fetch.write_segment_index``)."""
         for writer in self._all:
-            if self._index is not None:
+            if self._index is not None and writer.indexed:
                 self._write_index(writer)
             writer.close()
 

@@ -32,6 +32,7 @@ How it is built, and why:
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -151,6 +152,8 @@ class _Writer(WARCWriter):  # type: ignore[misc]  # warcio is untyped
 # "revisit": the type is only in the headers we give.
 _REVISIT_BLOCK = "_revisit_block"
 
+log = logging.getLogger(__name__)
+
 
 def _never_indexed(record: Any) -> bool:
     """A record cdxj-indexer leaves out whatever its bytes (``trawl.warc.cdxj``:
@@ -197,6 +200,7 @@ class WarcWriter(Closing):
         self._records = 0
         self._size = 0
         self._index: list[str] | None = [] if index else None
+        self._indexing = index  # every record's line kept so far
         try:
             self._warcinfo_id = self._write_warcinfo(software, operator, extra_info or {})
         except BaseException:
@@ -225,6 +229,12 @@ class WarcWriter(Closing):
         dropped: ``trawl.warc.cdxj.index_lines(..., sort=True)`` of the file
         as it stands (none without ``index``)."""
         return cdxj.sorted_lines(self._index or [])
+
+    @property
+    def indexed(self) -> bool:
+        """Whether ``index_lines`` holds every record written (``index`` on,
+        and no record it could not take)."""
+        return self._indexing
 
     @property
     def warcinfo_id(self) -> str:
@@ -449,11 +459,20 @@ class WarcWriter(Closing):
         return WarcRef(self.name, offset, len(member), record_id)
 
     def _indexed(self, member: bytes, offset: int) -> None:
-        """Keep the CDXJ line of the record just written (with ``index``)."""
-        if self._index is not None:
+        """Keep the CDXJ line of the record just written (with ``index``).
+        A record the index cannot take (a bug, not the file's: it is
+        written) ends the index, never the write: ``indexed`` turns false
+        and the file is indexed from its records instead."""
+        if self._index is None or not self._indexing:
+            return
+        try:
             line = cdxj.member_line(member, self.name, offset)
-            if line is not None:
-                self._index.append(line)
+        except Exception as exc:
+            self._indexing = False
+            log.warning("WARC file %s is not indexed as written: %s", self.name, exc)
+            return
+        if line is not None:
+            self._index.append(line)
 
     def _append(self, member: bytes) -> int:
         """Append a whole record to the file, flush and count it; its offset."""
