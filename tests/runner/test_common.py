@@ -97,6 +97,41 @@ def test_a_job_is_small_by_crawldb_its_segment_table_and_its_input(
     assert not common.is_small(ctx)
 
 
+def test_a_small_job_over_a_segment_of_some_size_shuffles_to_a_partition_per_core(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "crawl"
+    ctx = _ctx(spark, root)
+    ensure_table(spark, str(root), "crawldb")
+    monkeypatch.setattr(common, "SMALL_PARTITION_BYTES", 1000)
+    table = root / "segments" / ctx.segment / "fetch"
+    table.mkdir(parents=True)
+    assert common.small_partitions(ctx) == common.small_partitions(ctx, "fetch") == 1
+    seen: list[str | None] = []
+
+    @sized_job("fetch")
+    def job(ctx: JobContext) -> dict[str, Any]:
+        seen.append(ctx.spark.conf.get("spark.sql.shuffle.partitions", None))
+        return {}
+
+    cores = spark.sparkContext.defaultParallelism
+    assert cores == 2  # the tests' local[2]
+    # one partition per 1000 bytes of the segment table, at most one per core
+    for part, partitions in ((0, 1), (1, 1), (2, 2), (3, 2)):
+        (table / f"part-{part}.parquet").write_bytes(b"x" * (999 if part == 0 else 1000))
+        assert common.small_partitions(ctx, "fetch") == partitions
+        job(ctx)
+        assert seen[-1] == str(partitions)
+    # a partition count the operator set in [spark.conf] stands: the session's
+    for part in (2, 3):
+        (table / f"part-{part}.parquet").unlink()
+    session = spark.conf.get("spark.sql.shuffle.partitions")
+    job(ctx)
+    assert seen[-1] == "1" != session
+    job(_ctx(spark, root, f"spark.conf.spark.sql.shuffle.partitions={session}"))
+    assert seen[-1] == session
+
+
 def test_inject_counts_its_local_seed_files_and_a_remote_one_as_big(tmp_path: Path) -> None:
     from trawl.runner.inject import seed_bytes
 

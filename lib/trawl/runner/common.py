@@ -131,6 +131,14 @@ def read_whole(ctx: JobContext, name: str) -> tuple[DataFrame, list[DataFrame]]:
 # A segment table a small job may read (``small_job``): the fetch table of
 # a few thousand pages and their links is a few MB.
 SMALL_SEGMENT_BYTES = 32 * 2**20
+# A small job shuffles into one partition, or one per MiB of the segment
+# table it reads, at most one per core (``small_partitions``). Its row
+# functions (admission, the fetch transitions, hostdb's merge) cost 100 us
+# and more a row in Python; one partition puts them all in one task on one
+# core. The fetch bench's segment (6.5 MB, 12,520 rows): updatedb 18.2/18.4 s
+# warm with a partition per core against 21.5/23.7 s with one; bench_stages'
+# (under 1 MiB) was slower with two (docs/benchmarks.md, "Stages").
+SMALL_PARTITION_BYTES = 2**20
 
 
 def is_small(ctx: JobContext, segment_table: str = "", input_bytes: int = 0) -> bool:
@@ -148,19 +156,33 @@ def is_small(ctx: JobContext, segment_table: str = "", input_bytes: int = 0) -> 
     if state is not None and state[1] >= SMALL_TABLE_BYTES:
         return False
     if segment_table:
-        return ctx.files.size(f"segments/{ctx.segment}/{segment_table}") < SMALL_SEGMENT_BYTES
+        return _segment_bytes(ctx, segment_table) < SMALL_SEGMENT_BYTES
     return True
+
+
+def _segment_bytes(ctx: JobContext, table: str) -> int:
+    return ctx.files.size(f"segments/{ctx.segment}/{table}")
+
+
+def small_partitions(ctx: JobContext, segment_table: str = "") -> int:
+    """The shuffle partitions of a small job: one per ``SMALL_PARTITION_BYTES``
+    of the segment table it reads, at least one, at most the cores Spark
+    has (``defaultParallelism``)."""
+    if not segment_table:
+        return 1
+    share = _segment_bytes(ctx, segment_table) // SMALL_PARTITION_BYTES
+    return max(1, min(ctx.spark.sparkContext.defaultParallelism, share))
 
 
 @contextmanager
 def small_job(ctx: JobContext, segment_table: str = "", input_bytes: int = 0) -> Iterator[bool]:
     """Run the block with Spark's settings for small data
-    (``trawl.store.session.SMALL_JOB_CONF``) when the job is small
-    (``is_small``); yields whether it is."""
+    (``trawl.store.session.SMALL_JOB_CONF``, with ``small_partitions``) when
+    the job is small (``is_small``); yields whether it is."""
     if not is_small(ctx, segment_table, input_bytes):
         yield False
         return
-    with small_job_conf(ctx.spark, ctx.cfg):
+    with small_job_conf(ctx.spark, ctx.cfg, small_partitions(ctx, segment_table)):
         yield True
 
 

@@ -72,10 +72,11 @@ BASE_CONF: dict[str, str] = {
 # Spark job's time is the driver's, not the rows': each shuffle of a plan is
 # a stage, each stage under adaptive execution its own job planned again,
 # each broadcast a job of its own, and each stage's code generated and
-# compiled by Janino before one row is read. So: one shuffle partition and no
-# adaptive re-planning (a shuffle is a step inside the job, not a job), no
-# broadcasts (a sort-merge join of one partition is cheap), and expressions
-# interpreted instead of compiled. On millions of rows every one of these
+# compiled by Janino before one row is read. So: one shuffle partition (one
+# per core over a segment of some MB: ``trawl.runner.common.small_partitions``)
+# and no adaptive re-planning (a shuffle is a step inside the job, not a
+# job), no broadcasts (a sort-merge join of one partition is cheap), and
+# expressions interpreted instead of compiled. On millions of rows every one of these
 # costs more than it saves, hence only for small jobs (docs/benchmarks.md,
 # "Stages"). A key the operator sets in [spark.conf] is left as set.
 SMALL_JOB_CONF: dict[str, str] = {
@@ -285,7 +286,10 @@ def session_conf(spark: SparkSession, values: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(key, old)
 
 
-def small_job_conf(spark: SparkSession, cfg: Config) -> AbstractContextManager[None]:
-    """``session_conf`` with ``SMALL_JOB_CONF``, less the keys set in
-    ``[spark.conf]``."""
-    return session_conf(spark, {k: v for k, v in SMALL_JOB_CONF.items() if k not in cfg.spark.conf})
+def small_job_conf(
+    spark: SparkSession, cfg: Config, partitions: int = 1
+) -> AbstractContextManager[None]:
+    """``session_conf`` with ``SMALL_JOB_CONF`` (``partitions`` shuffle
+    partitions), less the keys set in ``[spark.conf]``."""
+    conf = {**SMALL_JOB_CONF, "spark.sql.shuffle.partitions": str(partitions)}
+    return session_conf(spark, {k: v for k, v in conf.items() if k not in cfg.spark.conf})
