@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import socket
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -270,3 +271,33 @@ def test_address_refused_pickles_and_reads_well() -> None:
     assert (copy.host, copy.address, copy.reason) == ("evil.example", "10.0.0.5", "private")
     assert str(copy) == "evil.example -> 10.0.0.5: private"
     assert str(AddressRefused("x.example", None, "unresolvable")) == "x.example: unresolvable"
+
+
+def test_many_names_are_looked_up_several_at_a_time_and_answered_in_order() -> None:
+    """``addresses`` (generate's resolution of new hosts): lookups overlap,
+    and each host gets what ``resolve`` gives it, the refused address for a
+    refused one, None for a name that does not resolve."""
+    at_once = 4
+    # Each lookup waits until four are in flight: one at a time, the first
+    # would wait out the barrier's timeout and fail.
+    barrier = threading.Barrier(at_once, timeout=30)
+    answers = {f"h{i}.example": [f"93.184.216.{i}"] for i in range(10)}
+    answers["inside.example"] = ["10.0.0.5"]
+    fake = FakeLookup(answers)
+
+    def lookup(host: str) -> Sequence[str]:
+        barrier.wait()
+        return fake(host)
+
+    hosts = [*answers, "gone.example", "127.0.0.1", "h3.example"]
+    resolver = make(lookup=lookup)
+    got = list(resolver.addresses(hosts[:at_once], threads=at_once))
+    assert got == [(h, answers[h][0]) for h in hosts[:at_once]]
+    barrier.reset()
+    rest = hosts[at_once:]
+    # eight names to look up (the literal and the name cached are not): two rounds of four
+    got = list(resolver.addresses(rest, threads=at_once))
+    expected = {h: answers[h][0] for h in answers}
+    expected.update({"inside.example": "10.0.0.5", "gone.example": None, "127.0.0.1": "127.0.0.1"})
+    assert got == [(h, expected[h]) for h in rest]
+    assert sorted(fake.calls) == sorted({*answers, "gone.example"})  # each name once

@@ -41,7 +41,9 @@ import ipaddress
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -54,6 +56,12 @@ RefusalReason = Literal[
     "private", "loopback", "link_local", "reserved", "multicast", "unspecified", "unresolvable"
 ]
 Lookup = Callable[[str], Sequence[str]]
+
+# Names ``Resolver.addresses`` looks up at once: a lookup is a wait on the
+# network (tens of milliseconds, seconds for a name whose servers do not
+# answer), so generate's first cycle over thousands of new hosts would
+# otherwise spend minutes resolving them one after another in one task.
+LOOKUP_THREADS = 16
 
 # RFC 6052 2.1: the NAT64 well-known prefix embeds an IPv4 address in the
 # last 32 bits; a NAT64 gateway would forward to it.
@@ -229,6 +237,24 @@ class Resolver:
             if address is None:
                 raise AddressRefused(host, None, "unresolvable")
         return str(self.check(host, address))
+
+    def addresses(
+        self, hosts: Iterable[str], threads: int = LOOKUP_THREADS
+    ) -> Iterator[tuple[str, str | None]]:
+        """``(host, address)`` for each of ``hosts``, in their order, up to
+        ``threads`` lookups at a time: the address ``resolve`` gives, or for
+        a refused one the address refused (None: the name does not resolve)."""
+
+        def one(host: str) -> tuple[str, str | None]:
+            try:
+                return host, self.resolve(host)
+            except AddressRefused as exc:
+                return host, exc.address
+
+        names = iter(hosts)
+        with ThreadPoolExecutor(threads, thread_name_prefix="trawl-dns") as pool:
+            while chunk := list(islice(names, 64 * threads)):
+                yield from pool.map(one, chunk)
 
     def check(self, host: str, address: IPAddress) -> IPAddress:
         """The address to connect to if ``address`` may be fetched, else ``AddressRefused``.

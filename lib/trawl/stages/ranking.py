@@ -25,7 +25,7 @@ from trawl.crawldb.budgets import (
     FARM_MIN_PAGES,
     FARM_PAGES_PER_SIBLING,
 )
-from trawl.net.resolver import AddressRefused, Resolver
+from trawl.net.resolver import Resolver
 from trawl.stages.common import (
     StageContext,
     map_records,
@@ -90,17 +90,14 @@ def with_addresses(due: DataFrame, ctx: StageContext) -> DataFrame:
     """Fill ``host_ip`` for hosts hostdb does not know yet, by resolving them
     (Nutch's generate.count.mode=byIP does the same), so hosts that share an
     address share one budget and one task from their first cycle on. The SSRF
-    verdict is the fetcher's; here a refused address still names the group."""
+    verdict is the fetcher's; here a refused address still names the group.
+    Names are looked up several at a time (``Resolver.addresses``)."""
     cfg = ctx.cfg
 
     def fn(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        resolver = Resolver.from_config(cfg)
-        for row in rows:
-            try:
-                address: str | None = resolver.resolve(row["host"])
-            except AddressRefused as exc:
-                address = exc.address
-            yield {"host": row["host"], "resolved_ip": address}
+        hosts = (row["host"] for row in rows)
+        for host, address in Resolver.from_config(cfg).addresses(hosts):
+            yield {"host": host, "resolved_ip": address}
 
     unknown = due.filter(F.col("host_ip").isNull()).select("host").distinct()
     resolved = map_records(unknown, fn, ADDRESS_SCHEMA)
