@@ -181,6 +181,24 @@ def test_driver_jit_sets_the_driver_jvm_options() -> None:
     )
 
 
+def test_the_spark_sql_command_starts_its_jvm_as_the_driver_is() -> None:
+    """``trawl catalog``'s spark-sql line: the driver's JIT and log options,
+    not the class archive (made for trawl's class path), the operator's own
+    driver options instead when set."""
+    from trawl.store.session import spark_sql_command
+
+    def java_options(*sets: str) -> str:
+        command = spark_sql_command(load_config(None, list(sets), environ={}))
+        return command[command.index("--driver-java-options") + 1]
+
+    c1 = java_options("spark.class_archive=true").split()
+    assert {"-XX:TieredStopAtLevel=1", "-XX:CompileThresholdScaling=0.1"} <= set(c1)
+    assert any("log4j2" in option for option in c1)
+    assert not any("SharedArchiveFile" in option for option in c1)
+    assert "TieredStopAtLevel" not in java_options("spark.driver_jit=tiered")
+    assert java_options("spark.conf.spark.driver.extraJavaOptions=-Xss4m") == "-Xss4m"
+
+
 def test_a_local_driver_gets_a_quarter_of_the_memory_unless_set() -> None:
     from trawl.store.session import local_driver_memory, spark_conf
 
