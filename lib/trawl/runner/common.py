@@ -135,9 +135,10 @@ SMALL_SEGMENT_BYTES = 32 * 2**20
 # table it reads, at most one per core (``small_partitions``). Its row
 # functions (admission, the fetch transitions, hostdb's merge) cost 100 us
 # and more a row in Python; one partition puts them all in one task on one
-# core. The fetch bench's segment (6.5 MB, 12,520 rows): updatedb 18.2/18.4 s
-# warm with a partition per core against 21.5/23.7 s with one; bench_stages'
-# (under 1 MiB) was slower with two (docs/benchmarks.md, "Stages").
+# core. updatedb of the fetch bench's segment (6.5 MB, 12,520 rows) in a warm
+# session, interleaved: 23.0/17.8/16.0 s with a partition per core against
+# 25.8/22.8/24.4 s with one; bench_stages' segments (under 1 MiB) were
+# slower with two (docs/benchmarks.md, "Stages").
 SMALL_PARTITION_BYTES = 2**20
 
 

@@ -76,9 +76,10 @@ BASE_CONF: dict[str, str] = {
 # per core over a segment of some MB: ``trawl.runner.common.small_partitions``)
 # and no adaptive re-planning (a shuffle is a step inside the job, not a
 # job), no broadcasts (a sort-merge join of one partition is cheap), and
-# expressions interpreted instead of compiled. On millions of rows every one of these
-# costs more than it saves, hence only for small jobs (docs/benchmarks.md,
-# "Stages"). A key the operator sets in [spark.conf] is left as set.
+# expressions interpreted instead of compiled. On millions of rows every one
+# of these costs more than it saves, hence only for small jobs
+# (docs/benchmarks.md, "Stages"). A key the operator sets in [spark.conf] is
+# left as set.
 SMALL_JOB_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.adaptive.enabled": "false",
