@@ -11,7 +11,7 @@ from typing import Any
 
 from trawl.config import load_config
 from trawl.crawldb.budgets import path_pattern
-from trawl.stages.common import StageContext
+from trawl.stages.common import StageContext, release
 from trawl.stages.traps import KEY, bad_patterns, cap_new_urls, domain_pairs, sibling_evidence
 from trawl.stages.updatedb import LINK_SCHEMA
 from trawl.url.keys import url_fingerprint
@@ -194,7 +194,12 @@ def test_sibling_evidence_counts_unnamed_siblings_but_menus(spark: Any) -> None:
         "url string, host string, domain string, source string, depth int, host_bucket int",
     )
     ctx = StageContext(load_config(None, ["crawl.host_buckets=1"], environ={}), "seg2", AT)
-    got = {r["host"]: r.asDict() for r in sibling_evidence(fetch, crawldb, ctx).collect()}
+    held: list[Any] = []
+    evidence = sibling_evidence(fetch, crawldb, ctx, held)
+    got = {r["host"]: r.asDict() for r in evidence.collect()}
+    # the (host, sibling) pairs are kept for the caller to release
+    [kept] = held
+    assert kept._jdf.queryExecution().analyzed().getClass().getSimpleName() == "LogicalRDD"
     assert got["w0.farm.test"] == {"host": "w0.farm.test", "sibling_pages": 7,
                                    "sibling_hosts": 18, "sibling_links": 18}  # fmt: skip
     assert got["a.example.test"]["sibling_hosts"] == 0
@@ -203,6 +208,7 @@ def test_sibling_evidence_counts_unnamed_siblings_but_menus(spark: Any) -> None:
     alone = fetch.filter("host = 'a.example.test'")
     (row,) = sibling_evidence(alone, crawldb, ctx).collect()
     assert (row["sibling_pages"], row["sibling_hosts"], row["sibling_links"]) == (2, 0, 0)
+    release(kept)
 
 
 def test_a_host_parameter_that_only_changes_ids_is_learned(spark: Any) -> None:

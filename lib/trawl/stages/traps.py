@@ -365,7 +365,9 @@ SIBLING_SCHEMA = StructType(
 )
 
 
-def sibling_evidence(sources: DataFrame, crawldb: DataFrame, ctx: StageContext) -> DataFrame:
+def sibling_evidence(
+    sources: DataFrame, crawldb: DataFrame, ctx: StageContext, held: list[DataFrame] | None = None
+) -> DataFrame:
     """(host, sibling_pages, sibling_hosts, sibling_links) of every host whose
     pages of the segment have links (``trawl.crawldb.budgets.farm_like``):
     its pages with followed links, the other hosts of its registered domain
@@ -373,7 +375,9 @@ def sibling_evidence(sources: DataFrame, crawldb: DataFrame, ctx: StageContext) 
     menu's (linked from more than half of the pages), and the (page, such
     host) pairs. Cheap where nothing links a sibling: the pairs
     are found by SQL on the links' last two labels, confirmed by the
-    registered domain, and crawldb is read only for the hosts so linked."""
+    registered domain, and crawldb is read only for the hosts so linked.
+    The pairs are kept (``materialize``) and added to ``held``, for the
+    caller to ``release`` once the result is written."""
     pages = sources.filter(
         (F.col("kind") == "page")
         & (F.col("outcome") == "success")
@@ -396,6 +400,8 @@ def sibling_evidence(sources: DataFrame, crawldb: DataFrame, ctx: StageContext) 
                 yield row
 
     siblings = materialize(map_records(hosts, same_domain, SIBLING_SCHEMA))
+    if held is not None:
+        held.append(siblings)
     linked = sorted({r["dst"] for r in siblings.select("dst").distinct().collect()})
     per_host = pages.groupBy("host").agg(F.countDistinct("url").cast("int").alias("sibling_pages"))
     if not linked:

@@ -365,14 +365,15 @@ def updatedb(
         .unionByName(sitemap_hints(looked_up.select(*CRAWLDB_COLS), touched, fetched))
     )
     report.new_urls = changes.filter("_op = 'insert'").count()
+    held = [fetch, candidates, looked_up, capped, changes]
     return Updated(
         report,
         crawldb_changes(changes, buckets),
-        host_rows(hostdb, fetch, ctx, sibling_evidence(sources, crawldb, ctx)),
+        host_rows(hostdb, fetch, ctx, sibling_evidence(sources, crawldb, ctx, held)),
         rejected,
         new_domain_links(domain_pairs(sources), domainlinks, ctx),
         new_params,
-        [fetch, candidates, looked_up, capped, changes],
+        held,
     )
 
 
