@@ -134,6 +134,16 @@ def _log_options() -> list[str]:
     return []
 
 
+def _driver_options(cfg: Config, archive: bool = True) -> list[str]:
+    """The driver JVM's options trawl sets: its log settings, the JIT of
+    ``spark.driver_jit`` and (``archive``) the class archive."""
+    return [
+        *_log_options(),
+        *DRIVER_JIT_OPTIONS[cfg.spark.driver_jit],
+        *(classcache.driver_options(cfg) if archive else []),
+    ]
+
+
 def spark_conf(cfg: Config) -> dict[str, str]:
     """Every spark.* setting trawl sets, config overrides applied last."""
     conf = dict(BASE_CONF)
@@ -144,11 +154,7 @@ def spark_conf(cfg: Config) -> dict[str, str]:
     log_opts = _log_options()
     if log_opts:
         conf["spark.executor.extraJavaOptions"] = log_opts[0]
-    driver_opts = [
-        *log_opts,
-        *DRIVER_JIT_OPTIONS[cfg.spark.driver_jit],
-        *classcache.driver_options(cfg),
-    ]
+    driver_opts = _driver_options(cfg)
     if driver_opts:
         conf["spark.driver.extraJavaOptions"] = " ".join(driver_opts)
     if cfg.spark.master.startswith("local"):
@@ -197,7 +203,7 @@ def spark_sql_command(cfg: Config, object_store: bool = False) -> list[str]:
     wanted.update(catalog_conf(cfg))
     command = ["spark-sql"]
     java = cfg.spark.conf.get("spark.driver.extraJavaOptions") or " ".join(
-        [*_log_options(), *DRIVER_JIT_OPTIONS[cfg.spark.driver_jit]]
+        _driver_options(cfg, archive=False)
     )
     if java:
         command += ["--driver-java-options", java]

@@ -199,8 +199,7 @@ class WarcWriter(Closing):
         self._failed: str | None = None  # why a write failed: no more are made
         self._records = 0
         self._size = 0
-        self._index: list[str] | None = [] if index else None
-        self._indexing = index  # every record's line kept so far
+        self._index: list[str] | None = [] if index else None  # None: not indexed
         try:
             self._warcinfo_id = self._write_warcinfo(software, operator, extra_info or {})
         except BaseException:
@@ -227,14 +226,14 @@ class WarcWriter(Closing):
     def index_lines(self) -> list[str]:
         """The CDXJ lines of the records written so far, sorted, repeats
         dropped: ``trawl.warc.cdxj.index_lines(..., sort=True)`` of the file
-        as it stands (none without ``index``)."""
+        as it stands (none without ``index``, or once ``indexed`` is false)."""
         return cdxj.sorted_lines(self._index or [])
 
     @property
     def indexed(self) -> bool:
         """Whether ``index_lines`` holds every record written (``index`` on,
         and no record it could not take)."""
-        return self._indexing
+        return self._index is not None
 
     @property
     def warcinfo_id(self) -> str:
@@ -463,12 +462,12 @@ class WarcWriter(Closing):
         A record the index cannot take (a bug, not the file's: it is
         written) ends the index, never the write: ``indexed`` turns false
         and the file is indexed from its records instead."""
-        if self._index is None or not self._indexing:
+        if self._index is None:
             return
         try:
             line = cdxj.member_line(member, self.name, offset)
         except Exception as exc:
-            self._indexing = False
+            self._index = None
             log.warning("WARC file %s is not indexed as written: %s", self.name, exc)
             return
         if line is not None:
