@@ -251,6 +251,7 @@ def _budget_run(
     ``starved_seed_domains``' rows; ``host_fields``: hostdb values by host."""
     from trawl.stages.generate import choose, over_budget, starved_seed_domains
     from trawl.stages.ranking import rank_due
+    from trawl.store.frames import materialize, release
     from trawl.store.schemas import DOMAINLINKS_SCHEMA
 
     hosts = tmp_path / "hosts"
@@ -276,17 +277,24 @@ def _budget_run(
     ]  # fmt: skip
     ctx = StageContext(cfg, "seg1", AT)
     crawldb = spark.createDataFrame(_budget_crawldb(deferrals, named) + list(extra), CRAWLDB_SCHEMA)
-    ranked = rank_due(
-        crawldb,
-        spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
-        spark.createDataFrame(policy, POLICY_SCHEMA),
-        ctx,
-        spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
+    # kept, as generate keeps it: choose, over_budget and starved_seed_domains
+    # each read it, and the ranking's plan is tens of window and join steps
+    ranked = materialize(
+        rank_due(
+            crawldb,
+            spark.createDataFrame(hostdb, HOSTDB_SCHEMA),
+            spark.createDataFrame(policy, POLICY_SCHEMA),
+            ctx,
+            spark.createDataFrame(links, DOMAINLINKS_SCHEMA),
+        )
     )
-    chosen = Counter(r["host"] for r in choose(ranked, ctx).select("host").collect())
-    if starved is not None:
-        starved.extend(starved_seed_domains(ranked, crawldb).collect())
-    return chosen, over_budget(ranked, ctx).collect()
+    try:
+        chosen = Counter(r["host"] for r in choose(ranked, ctx).select("host").collect())
+        if starved is not None:
+            starved.extend(starved_seed_domains(ranked, crawldb).collect())
+        return chosen, over_budget(ranked, ctx).collect()
+    finally:
+        release(ranked)
 
 
 def _by_domain(hosts: Counter[str]) -> Counter[str]:
@@ -543,6 +551,7 @@ def test_nothing_due_gives_an_empty_fetch_list_and_one_due_url_is_chosen(
     assert [r["url"] for r in marked] == [rows[0]["url"]]
 
 
+@pytest.mark.spark_defaults  # a broadcast is Spark's default, off in small jobs
 def test_a_mark_source_is_broadcast_within_an_eighth_of_the_driver_heap(spark: Any) -> None:
     from trawl.stages.common import broadcastable
 
