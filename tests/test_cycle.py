@@ -29,7 +29,10 @@ from trawl.store.files import CrawlRoot
 from trawl.store.tables import read_segment_table, read_table, segment_path
 from trawl.testweb import TestWeb, WebModel, politeness_audit, robots_audit
 
-pytestmark = pytest.mark.crawl  # Spark crawls of the test web
+# Spark crawls of the test web, with Spark's own settings throughout (the
+# crawl as a big one, ``spark.small_jobs = false``, and every stage a test
+# runs after it), so that the settings small jobs change are tested too
+pytestmark = [pytest.mark.crawl, pytest.mark.spark_defaults]
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 MIN_DELAY = 0.1

@@ -97,6 +97,7 @@ def test_a_job_is_small_by_crawldb_its_segment_table_and_its_input(
     assert not common.is_small(ctx)
 
 
+@pytest.mark.spark_defaults  # it compares with the session's own partition count
 def test_a_small_job_over_a_segment_of_some_size_shuffles_to_a_partition_per_core(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
