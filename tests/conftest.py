@@ -62,8 +62,8 @@ def _small_jobs(request: pytest.FixtureRequest) -> Iterator[None]:
     job (``SMALL_JOB_CONF``: one shuffle partition, no adaptive execution or
     broadcasts, expressions interpreted), as trawl's runner runs every job
     of a small crawl: a test's frames are a few rows, and Spark's defaults
-    cost them seconds apiece (a ranking of 85 due URLs materialized in
-    2.5-2.9 s against 1.5 s). A test marked ``spark_defaults`` keeps the
+    cost them seconds apiece (generate's ranking of 85 due URLs, warm:
+    2.5 to 4.7 s against 1.4 to 1.9 s). A test marked ``spark_defaults`` keeps the
     session's own settings, as a big crawl's jobs do; crawls that a module
     fixture starts through the runner choose their settings as it does."""
     if "spark" not in request.fixturenames or request.node.get_closest_marker("spark_defaults"):
