@@ -63,9 +63,10 @@ def _small_jobs(request: pytest.FixtureRequest) -> Iterator[None]:
     broadcasts, expressions interpreted), as trawl's runner runs every job
     of a small crawl: a test's frames are a few rows, and Spark's defaults
     cost them seconds apiece (generate's ranking of 85 due URLs, warm:
-    2.5 to 4.7 s against 1.4 to 1.9 s). A test marked ``spark_defaults`` keeps the
-    session's own settings, as a big crawl's jobs do; crawls that a module
-    fixture starts through the runner choose their settings as it does."""
+    2.5 to 4.7 s against 1.4 to 1.9 s). A test marked ``spark_defaults``
+    keeps the session's own settings, as a big crawl's jobs do; crawls that
+    a module fixture starts through the runner choose their settings as it
+    does (``tests/test_conftest.py``)."""
     if "spark" not in request.fixturenames or request.node.get_closest_marker("spark_defaults"):
         yield
         return

@@ -206,9 +206,9 @@ def test_sibling_evidence_counts_unnamed_siblings_but_menus(spark: Any) -> None:
     assert got["a.example.test"]["sibling_pages"] == 2
     # nothing links a sibling: no crawldb read, zeros
     alone = fetch.filter("host = 'a.example.test'")
-    (row,) = sibling_evidence(alone, crawldb, ctx).collect()
+    (row,) = sibling_evidence(alone, crawldb, ctx, held).collect()
     assert (row["sibling_pages"], row["sibling_hosts"], row["sibling_links"]) == (2, 0, 0)
-    release(kept)
+    release(*held)
 
 
 def test_a_host_parameter_that_only_changes_ids_is_learned(spark: Any) -> None:

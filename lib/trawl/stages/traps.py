@@ -366,7 +366,7 @@ SIBLING_SCHEMA = StructType(
 
 
 def sibling_evidence(
-    sources: DataFrame, crawldb: DataFrame, ctx: StageContext, held: list[DataFrame] | None = None
+    sources: DataFrame, crawldb: DataFrame, ctx: StageContext, held: list[DataFrame]
 ) -> DataFrame:
     """(host, sibling_pages, sibling_hosts, sibling_links) of every host whose
     pages of the segment have links (``trawl.crawldb.budgets.farm_like``):
@@ -400,8 +400,7 @@ def sibling_evidence(
                 yield row
 
     siblings = materialize(map_records(hosts, same_domain, SIBLING_SCHEMA))
-    if held is not None:
-        held.append(siblings)
+    held.append(siblings)
     linked = sorted({r["dst"] for r in siblings.select("dst").distinct().collect()})
     per_host = pages.groupBy("host").agg(F.countDistinct("url").cast("int").alias("sibling_pages"))
     if not linked:
